@@ -1,0 +1,74 @@
+/* The model configuration of every supported family, filled identically from GGUF metadata
+ * (`<arch>.*` keys) or from an HF `config.json`. */
+#ifndef RLX_LOADER_MODEL_CONFIG_H
+#define RLX_LOADER_MODEL_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RLX_MAX_LAYERS 512
+
+typedef enum {
+    RLX_FAMILY_LLAMA = 0, /* GGUF arch "llama", HF model_type "llama" (Llama 3.x) */
+    RLX_FAMILY_QWEN3,     /* "qwen3" / "qwen3" */
+    RLX_FAMILY_GEMMA3,    /* "gemma3" / "gemma3_text" (and "gemma3" text part) */
+    RLX_FAMILY_QWEN3MOE,  /* "qwen3moe" / "qwen3_moe" */
+    RLX_FAMILY_QWEN35,    /* "qwen35" / "qwen3_5_text": hybrid Gated-DeltaNet + attention */
+    RLX_FAMILY_COUNT,
+} rlx_family;
+
+typedef enum {
+    RLX_LAYER_FULL_ATTENTION = 0,
+    RLX_LAYER_SLIDING_ATTENTION, /* attention limited to the last `sliding_window` positions */
+    RLX_LAYER_LINEAR_ATTENTION,  /* qwen35 Gated DeltaNet */
+} rlx_layer_kind;
+
+typedef enum {
+    RLX_ROPE_NORMAL = 0, /* rotate adjacent pairs (x[2i], x[2i+1]); GGUF llama after Q/K permutation */
+    RLX_ROPE_NEOX,       /* rotate halves (x[i], x[i + n_rot/2]); HF's rotate_half */
+} rlx_rope_mode;
+
+typedef struct rlx_model_config {
+    rlx_family family;
+    uint32_t n_layer;
+    uint32_t n_embd;     /* hidden size */
+    uint32_t n_head;
+    uint32_t n_head_kv;
+    uint32_t head_dim;   /* key/query head size (attention.key_length) */
+    uint32_t head_dim_v; /* value head size (attention.value_length) */
+    uint32_t n_ff;       /* dense FFN inner size */
+    uint32_t n_vocab;
+    uint32_t n_ctx_train; /* context_length / max_position_embeddings */
+    float rms_eps;
+    bool tied_embeddings; /* output.weight absent: the LM head reuses token_embd.weight */
+
+    /* RoPE */
+    rlx_rope_mode rope_mode;
+    uint32_t n_rot;        /* rotated dims per head (partial rotary: < head_dim) */
+    float rope_base;       /* global layers */
+    float rope_base_local; /* sliding layers (gemma3: 10000); equals rope_base otherwise */
+    bool has_rope_freqs;   /* a `rope_freqs.weight` [n_rot/2] divides the frequencies (llama3) */
+    float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3 scaling */
+    uint32_t rope_orig_ctx;
+
+    /* Attention */
+    uint32_t sliding_window;     /* 0: none */
+    float attn_scale;            /* softmax scale: 1/sqrt(head_dim), or 1/sqrt(query_pre_attn_scalar) */
+    float embd_scale;            /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); else 1 */
+    uint8_t layer_kind[RLX_MAX_LAYERS]; /* rlx_layer_kind per layer */
+
+    /* MoE (qwen3moe) */
+    uint32_t n_expert, n_expert_used, n_ff_exp;
+    bool norm_topk_prob;
+
+    /* Gated DeltaNet (qwen35 linear-attention layers) */
+    uint32_t ssm_conv_kernel, ssm_state_size, ssm_group_count, ssm_inner_size, ssm_time_step_rank;
+    uint32_t full_attention_interval;
+
+    /* Special tokens (-1: none) */
+    int32_t bos_id, eos_id;
+} rlx_model_config;
+
+const char *rlx_family_name(rlx_family f); /* "qwen3", "llama", "gemma3", "qwen3moe", "qwen35" */
+
+#endif

@@ -1,0 +1,102 @@
+#include "test_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int t_failures;
+int t_checks;
+
+void t_fail(const char *file, int line, const char *fmt, ...) {
+    t_failures++;
+    fprintf(stderr, "FAIL %s:%d: ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+bool t_expect_ok(rlx_status s, const char *what, const char *file, int line) {
+    t_checks++;
+    if (!s) return true;
+    t_fail(file, line, "%s failed: %s", what, rlx_status_message(s));
+    rlx_status_free(s);
+    return false;
+}
+
+bool t_expect_err(rlx_status s, int code, const char *needle, const char *what, const char *file, int line) {
+    t_checks++;
+    if (!s) {
+        t_fail(file, line, "%s succeeded, expected error '%s' containing \"%s\"", what, rlx_code_name(code),
+               needle);
+        return false;
+    }
+    bool ok = rlx_status_code(s) == (rlx_code)code && strstr(rlx_status_message(s), needle);
+    if (!ok)
+        t_fail(file, line, "%s: expected %s containing \"%s\", got %s: %s", what, rlx_code_name(code), needle,
+               rlx_code_name(rlx_status_code(s)), rlx_status_message(s));
+    rlx_status_free(s);
+    return ok;
+}
+
+static const char *source_dir(void) {
+    const char *env = getenv("RLX_SOURCE_DIR");
+    return env && *env ? env : RLX_SOURCE_DIR;
+}
+
+const char *t_fixtures_dir(void) {
+    static char buf[4096];
+    const char *env = getenv("RLX_FIXTURES");
+    if (env && *env) return env;
+    snprintf(buf, sizeof buf, "%s/../shared/fixtures", source_dir());
+    return buf;
+}
+
+static char *rotating_buffer(void) {
+    static char bufs[8][4096];
+    static int next;
+    return bufs[next++ % 8];
+}
+
+const char *t_fixture(const char *rel) {
+    char *b = rotating_buffer();
+    snprintf(b, 4096, "%s/%s", t_fixtures_dir(), rel);
+    return b;
+}
+
+const char *t_source_path(const char *rel) {
+    char *b = rotating_buffer();
+    snprintf(b, 4096, "%s/%s", source_dir(), rel);
+    return b;
+}
+
+void t_require_fixture(const char *rel) {
+    struct stat st;
+    const char *path = t_fixture(rel);
+    if (stat(path, &st) == 0) return;
+    const char *ci = getenv("CI");
+    if (ci && strcmp(ci, "true") == 0) {
+        fprintf(stderr, "FAIL: fixture %s is missing and CI=true (CI must never pass by skipping)\n", path);
+        exit(1);
+    }
+    fprintf(stderr, "SKIPPED: fixture %s is missing (set RLX_FIXTURES or place ../shared/fixtures)\n", path);
+    exit(T_SKIP_CODE);
+}
+
+json_t *t_load_json(const char *path) {
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err);
+    if (!j) {
+        fprintf(stderr, "FAIL: cannot load %s: %s (line %d)\n", path, err.text, err.line);
+        exit(1);
+    }
+    return j;
+}
+
+int t_summary(const char *name) {
+    printf("%s: %d checks, %d failed\n", name, t_checks, t_failures);
+    return t_failures ? 1 : 0;
+}

@@ -1,0 +1,7 @@
+/* The `rlx` subcommands. Each lives in tools/cmd_<name>.c and returns a process exit code. */
+#ifndef RLX_TOOLS_COMMANDS_H
+#define RLX_TOOLS_COMMANDS_H
+
+int rlx_cmd_inspect(int argc, char **argv);
+
+#endif

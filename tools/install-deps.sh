@@ -1,0 +1,19 @@
+#!/bin/bash
+# Installs the Debian 12 packages rlx needs to build and test (skips apt when all are present).
+set -euo pipefail
+PKGS=(
+  cmake ninja-build pkg-config gcc libc6-dev   # build
+  libjansson-dev                               # JSON: config.json, safetensors headers, tests' references
+  clang libclang-rt-14-dev                     # libFuzzer targets (RLX_FUZZ=ON)
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "installing: ${missing[*]}" >&2
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,38 @@
+/* rlx: the command-line front end. Dispatches to one subcommand per file (tools/cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"inspect", rlx_cmd_inspect, "describe a GGUF file or HF model directory (tensors, config, tokenizer)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rlx <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'rlx <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rlx: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
