@@ -18,16 +18,10 @@
 
 #include "gguf.h"
 #include "model_config.h"
+#include "weight.h"
 #include "rlx/status.h"
 
-typedef struct rlx_weight {
-    const char *name;  /* owned by the rlx_model; rlx convention */
-    uint32_t type;     /* rlx_dtype */
-    uint32_t n_dims;
-    uint64_t ne[RLX_GGUF_MAX_DIMS]; /* ne[0] contiguous (GGUF order); unused dims are 1 */
-    uint64_t nbytes;
-    const void *data;  /* borrowed from the mapping, or owned by the rlx_model */
-} rlx_weight;
+
 
 typedef enum { RLX_MODEL_GGUF, RLX_MODEL_HF_DIR } rlx_model_source;
 
