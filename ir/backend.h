@@ -1,0 +1,65 @@
+/* The backend interface: what the runners call and what each backend (cpu_fallback/, runtime/)
+ * implements. A session holds one model's weights and KV cache on the backend; a program is one
+ * compiled graph, run many times with different run-time scalars and inputs.
+ *
+ * Runners never look inside a backend; backends never know which model family they run. */
+#ifndef RLX_IR_BACKEND_H
+#define RLX_IR_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/graph.h"
+#include "loader/weight.h"
+#include "rlx/status.h"
+
+typedef struct rlx_backend rlx_backend;
+typedef struct rlx_session rlx_session;
+typedef struct rlx_program rlx_program;
+
+/* Shape of the KV cache a session allocates: per layer, K [n_ctx, n_head_kv, head_dim] and
+ * V [n_ctx, n_head_kv, head_dim_v], F32. Layers without attention (linear attention) still get
+ * an entry; n_layer 0 means no cache at all (the naive path). */
+typedef struct rlx_kv_spec {
+    int32_t n_layer;
+    int32_t n_ctx;
+    int32_t n_head_kv;
+    int32_t head_dim;
+    int32_t head_dim_v;
+} rlx_kv_spec;
+
+/* One run of a program. inputs[i] is the host data of the graph's i-th INPUT node (its full static
+ * shape; rows past n_tokens are ignored). outputs[i] receives the i-th graph output: its full
+ * static shape, F32 or I32 as the node says. */
+typedef struct rlx_run_args {
+    int32_t n_past;
+    int32_t n_tokens;
+    const void *const *inputs;
+    void *const *outputs;
+} rlx_run_args;
+
+typedef struct rlx_backend_ops {
+    /* weights: borrowed for the call; a backend copies or uploads what it keeps */
+    rlx_status (*session_create)(rlx_backend *b, const rlx_weight *weights, size_t n_weights,
+                                 const rlx_kv_spec *kv, rlx_session **out);
+    void (*session_destroy)(rlx_session *s);
+    /* The graph is borrowed for the call; the program keeps what it needs. */
+    rlx_status (*compile)(rlx_session *s, const rlx_graph *g, rlx_program **out);
+    rlx_status (*run)(rlx_program *p, const rlx_run_args *args);
+    void (*program_destroy)(rlx_program *p);
+    void (*destroy)(rlx_backend *b);
+} rlx_backend_ops;
+
+struct rlx_backend {
+    const rlx_backend_ops *ops;
+    const char *name; /* "cpu", "vulkan" */
+};
+
+/* The CPU reference backend; n_threads 0 = online cores. */
+rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out);
+
+static inline void rlx_backend_destroy(rlx_backend *b) {
+    if (b) b->ops->destroy(b);
+}
+
+#endif
