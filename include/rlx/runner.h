@@ -1,0 +1,89 @@
+/* The runner API: open a model (GGUF file or HF directory), get logits, generate tokens.
+ * The C form of RLX's LmRunner: family, vocab_size, predict_logits, and a streaming generate whose
+ * callback returns false to stop. */
+#ifndef RLX_RUNNER_H
+#define RLX_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rlx_runner rlx_runner;
+
+typedef struct rlx_runner_opts {
+    const char *backend;    /* "cpu", "vulkan", or NULL: vulkan when a GPU exists, else cpu */
+    const char *device;     /* backend device index or name substring; NULL: default / $RLX_VK_DEVICE */
+    int n_threads;          /* CPU threads; 0 = online cores */
+    int32_t n_ctx;          /* context length; 0 = min(model's training context, 4096) */
+    /* The reference path turns all three off: every step is a full prefill with no cache. */
+    bool no_kv_cache;       /* naive path: recompute the whole sequence each step */
+    bool no_buckets;        /* cached path with decode graphs of the exact past length */
+    bool no_prefill_cache;  /* rebuild and recompile the prefill graph every call */
+} rlx_runner_opts;
+
+/* Zero-initialised opts are the defaults. */
+static inline rlx_runner_opts rlx_runner_opts_default(void) {
+    rlx_runner_opts o = {0};
+    return o;
+}
+
+typedef struct rlx_sample_opts {
+    float temperature;      /* <= 0: greedy (argmax) */
+    int32_t top_k;          /* 0: off */
+    float top_p;            /* 1 (or 0): off */
+    float min_p;            /* 0: off */
+    float repeat_penalty;   /* 1 (or 0): off; llama.cpp semantics (divide positive, multiply negative logits) */
+    int32_t repeat_last_n;  /* window of previous tokens the penalty looks at; 0: 64 */
+    uint64_t seed;          /* same seed => same ids */
+    bool ignore_eos;        /* keep going past the model's end-of-sequence token */
+} rlx_sample_opts;
+
+static inline rlx_sample_opts rlx_sample_opts_greedy(void) {
+    rlx_sample_opts o = {0};
+    return o;
+}
+
+/* Called once per generated token, after it is appended; return false to stop after it. */
+typedef bool (*rlx_token_callback)(int32_t token, void *user);
+
+rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_runner **out);
+void rlx_runner_close(rlx_runner *r); /* NULL is fine */
+
+const char *rlx_runner_family(const rlx_runner *r);  /* "qwen3", "llama", "gemma3", "qwen3moe" */
+int32_t rlx_runner_vocab_size(const rlx_runner *r);
+int32_t rlx_runner_n_ctx(const rlx_runner *r);
+int32_t rlx_runner_eos_id(const rlx_runner *r);      /* -1 when the model has none */
+const char *rlx_runner_backend_name(const rlx_runner *r);
+bool rlx_runner_supports_multimodal(const rlx_runner *r); /* false for every family so far */
+
+/* Logits of the last position: logits_out holds vocab_size floats. Stateless: does not touch the
+ * generation state. */
+rlx_status rlx_runner_predict_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
+/* Logits of every position: logits_out holds n * vocab_size floats, row-major. */
+rlx_status rlx_runner_predict_all_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
+
+/* Generates up to n_new tokens after the prompt. Stops at n_new, at EOS (unless ignore_eos), or
+ * when on_token returns false. out_ids (capacity n_new, may be NULL) receives the generated ids;
+ * *n_out (may be NULL) their count. */
+rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
+                               const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
+                               int32_t *out_ids, int32_t *n_out);
+
+/* Speculative-decoding primitives over the runner's generation state (its KV cache):
+ * prefill resets the state to `ids` and returns the last position's logits; decode appends one
+ * token and returns its logits. */
+rlx_status rlx_runner_prefill_get_last_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
+rlx_status rlx_runner_decode_get_logits(rlx_runner *r, int32_t token, float *logits_out);
+/* Tokens currently held by the generation state. */
+int32_t rlx_runner_n_past(const rlx_runner *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
