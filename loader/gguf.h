@@ -100,4 +100,12 @@ bool rlx_gguf_get_str(const rlx_gguf *g, const char *key, const char **out, rlx_
 
 const char *rlx_gguf_type_name(rlx_gguf_type t);
 
+/* Array access. rlx_gguf_get_arr finds `key` and checks that it is an array of `elem_type`
+ * (errors through *err like the scalar getters). rlx_gguf_arr_get decodes element i of any array
+ * value into a scalar rlx_gguf_value (strings and sub-arrays are shallow copies that borrow from
+ * the rlx_gguf); it returns false when i is out of range or `arr` is not an array. */
+bool rlx_gguf_get_arr(const rlx_gguf *g, const char *key, rlx_gguf_type elem_type, const rlx_gguf_value **out,
+                      rlx_status *err);
+bool rlx_gguf_arr_get(const rlx_gguf_value *arr, uint64_t i, rlx_gguf_value *out);
+
 #endif
