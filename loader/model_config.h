@@ -4,7 +4,10 @@
 #define RLX_LOADER_MODEL_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "rlx/status.h"
 
 #define RLX_MAX_LAYERS 512
 
@@ -70,5 +73,22 @@ typedef struct rlx_model_config {
 } rlx_model_config;
 
 const char *rlx_family_name(rlx_family f); /* "qwen3", "llama", "gemma3", "qwen3moe", "qwen35" */
+
+/* Family from GGUF `general.architecture` / from HF `model_type`; an unknown name is an
+ * RLX_ERR_UNSUPPORTED error listing the supported ones. */
+rlx_status rlx_family_from_gguf_arch(const char *arch, rlx_family *out);
+rlx_status rlx_family_from_hf_model_type(const char *model_type, rlx_family *out);
+
+struct rlx_gguf;
+/* Config from GGUF metadata (`<arch>.*`, `tokenizer.ggml.*`), plus two facts only the tensor list
+ * holds: tied embeddings (no `output.weight`) and llama3 `rope_freqs.weight`. GGUF does not carry
+ * llama3's scaling parameters (the converter bakes them into `rope_freqs`), so those four fields
+ * stay 0 there. A missing required key is an error naming it. */
+rlx_status rlx_model_config_from_gguf(const struct rlx_gguf *g, rlx_model_config *out);
+/* Config from the text of an HF config.json (`what` names it in messages). A nested
+ * `text_config` (multimodal checkpoints) takes precedence over top-level keys, as in llama.cpp's
+ * converter. */
+rlx_status rlx_model_config_from_json(const char *text, size_t len, const char *what, rlx_model_config *out);
+rlx_status rlx_model_config_from_hf_file(const char *config_json_path, rlx_model_config *out);
 
 #endif
