@@ -3,5 +3,7 @@
 #define RLX_TOOLS_COMMANDS_H
 
 int rlx_cmd_inspect(int argc, char **argv);
+int rlx_cmd_logits(int argc, char **argv);
+int rlx_cmd_generate(int argc, char **argv);
 
 #endif

@@ -12,6 +12,8 @@ typedef struct {
 
 static const command commands[] = {
     {"inspect", rlx_cmd_inspect, "describe a GGUF file or HF model directory (tensors, config, tokenizer)"},
+    {"logits", rlx_cmd_logits, "write the logits of a token sequence as raw float32 (validation)"},
+    {"generate", rlx_cmd_generate, "continue a prompt of token ids; prints the generated ids"},
 };
 
 static void usage(FILE *f) {
