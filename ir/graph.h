@@ -8,6 +8,7 @@
 #define RLX_IR_GRAPH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -92,11 +93,14 @@ rlx_status rlx_graph_verify(const rlx_graph *g);
 void rlx_graph_dump(const rlx_graph *g, FILE *f);
 
 rlx_shape rlx_shape_make(int32_t rank, const int64_t *dims);
-int64_t rlx_shape_numel(const rlx_shape *s);
+int64_t rlx_shape_numel(const rlx_shape *s); /* -1 when the product overflows */
+/* Formats a shape as "[7, 512]" into buf (truncated to size) and returns buf. */
+const char *rlx_shape_str(const rlx_shape *s, char *buf, size_t size);
 
 /* ---- builders (return the new node, or an invalid node after recording an error) ---- */
 rlx_node rlx_input(rlx_graph *g, const char *name, uint32_t dtype, rlx_shape shape);
-rlx_node rlx_weight(rlx_graph *g, const char *name, uint32_t dtype, rlx_shape shape);
+/* (Named rlx_weight_node because `rlx_weight` is the loader's weight struct, loader/weight.h.) */
+rlx_node rlx_weight_node(rlx_graph *g, const char *name, uint32_t dtype, rlx_shape shape);
 rlx_node rlx_kv_cache(rlx_graph *g, int32_t layer, bool is_v, int64_t cap, int64_t n_head_kv, int64_t head_dim);
 
 rlx_node rlx_embed(rlx_graph *g, rlx_node table, rlx_node ids);
