@@ -25,12 +25,14 @@ typedef struct rlx_kv_spec {
     int32_t n_ctx;
     int32_t n_head_kv;
     int32_t head_dim;
-    int32_t head_dim_v;
+    int32_t head_dim_v; /* 0: same as head_dim */
 } rlx_kv_spec;
 
 /* One run of a program. inputs[i] is the host data of the graph's i-th INPUT node (its full static
  * shape; rows past n_tokens are ignored). outputs[i] receives the i-th graph output: its full
- * static shape, F32 or I32 as the node says. */
+ * static shape, F32 or I32 as the node says.
+ * The graph's static row count is dim[0] of its first INPUT node (1 when it has none): n_tokens
+ * must lie in [1, that], n_past >= 0. Rows past n_tokens of token-major outputs are unspecified. */
 typedef struct rlx_run_args {
     int32_t n_past;
     int32_t n_tokens;
@@ -39,11 +41,15 @@ typedef struct rlx_run_args {
 } rlx_run_args;
 
 typedef struct rlx_backend_ops {
-    /* weights: borrowed for the call; a backend copies or uploads what it keeps */
+    /* weights: the table is borrowed for the call; a backend copies or uploads what it keeps.
+     * The CPU backend keeps pointers to the weight data (no copy): the data (the rlx_model) must
+     * outlive the session. */
     rlx_status (*session_create)(rlx_backend *b, const rlx_weight *weights, size_t n_weights,
                                  const rlx_kv_spec *kv, rlx_session **out);
     void (*session_destroy)(rlx_session *s);
-    /* The graph is borrowed for the call; the program keeps what it needs. */
+    /* The graph is borrowed for the call; the program keeps what it needs. A program borrows its
+     * session: destroy programs before the session. A program is not run concurrently with itself
+     * or with another program of the same session (they share the KV cache). */
     rlx_status (*compile)(rlx_session *s, const rlx_graph *g, rlx_program **out);
     rlx_status (*run)(rlx_program *p, const rlx_run_args *args);
     void (*program_destroy)(rlx_program *p);

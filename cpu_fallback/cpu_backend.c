@@ -1,0 +1,323 @@
+/* The CPU reference backend: sessions (borrowed weights + an f32 KV cache), compile (verify, bind
+ * weights and caches, plan buffers: cpu_plan.c) and run (one kernel per node, in node order). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_fallback/cpu_internal.h"
+
+/* Below this much work (about one multiply-add each) a kernel is not worth handing to the pool. */
+#define PARALLEL_MIN_WORK 32768.0
+
+static const rlx_cpu_kernel kernels[RLX_OP_COUNT] = {
+#define RLX_OP(name, n_in, shape) [RLX_OP_##name] = rlx_cpu_op_##name,
+#include "ir/ops.def"
+#undef RLX_OP
+};
+
+bool rlx_cpu_has_kernel(rlx_op op) { return (unsigned)op < RLX_OP_COUNT && kernels[op] != NULL; }
+
+void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t chunk, double work, rlx_pool_fn fn,
+                      void *ctx) {
+    if (ex->n_threads > 1 && work >= PARALLEL_MIN_WORK)
+        rlx_thread_pool_run(ex->pool, n_items, chunk, fn, ctx);
+    else if (n_items > 0)
+        fn(ctx, 0, n_items, 0);
+}
+
+/* ---- session ---- */
+
+static int weight_cmp(const void *a, const void *b) {
+    return strcmp(((const rlx_weight *)a)->name, ((const rlx_weight *)b)->name);
+}
+
+static void session_destroy(rlx_session *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n_weights; i++) free((char *)s->weights[i].name);
+    free(s->weights);
+    for (int32_t l = 0; l < s->kv.n_layer; l++) {
+        if (s->k_cache) free(s->k_cache[l]);
+        if (s->v_cache) free(s->v_cache[l]);
+    }
+    free(s->k_cache);
+    free(s->v_cache);
+    free(s);
+}
+
+/* Checks one weight's table entry and that its data holds the bytes its shape needs. */
+static rlx_status check_weight(const rlx_weight *w, size_t index) {
+    if (!w->name || !*w->name)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight %zu has no name", index);
+    if (w->n_dims < 1 || w->n_dims > RLX_WEIGHT_MAX_DIMS)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' has %" PRIu32 " dims, expected 1..%d",
+                          w->name, w->n_dims, RLX_WEIGHT_MAX_DIMS);
+    uint64_t numel = 1, bytes;
+    for (uint32_t d = 0; d < w->n_dims; d++)
+        if (__builtin_mul_overflow(numel, w->ne[d], &numel))
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s': element count overflows", w->name);
+    RLX_TRY(rlx_dtype_bytes(w->type, numel, w->name, &bytes));
+    if (w->nbytes < bytes || (bytes > 0 && !w->data))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' holds %" PRIu64 " bytes at %p, its %s shape "
+                          "needs %" PRIu64, w->name, w->nbytes, w->data, rlx_dtype_name(w->type), bytes);
+    return NULL;
+}
+
+static rlx_status alloc_kv(rlx_session *s, const rlx_kv_spec *kv) {
+    s->kv = *kv;
+    if (kv->n_layer == 0) return NULL;
+    if (kv->n_layer < 0 || kv->n_ctx < 1 || kv->n_head_kv < 1 || kv->head_dim < 1 || kv->head_dim_v < 0)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "session: KV cache spec n_layer %d, n_ctx %d, n_head_kv %d, head_dim %d, head_dim_v %d: "
+                          "expected all >= 1 (head_dim_v 0 = head_dim)", kv->n_layer, kv->n_ctx, kv->n_head_kv,
+                          kv->head_dim, kv->head_dim_v);
+    if (s->kv.head_dim_v == 0) s->kv.head_dim_v = kv->head_dim;
+    size_t k_elems, v_elems;
+    if (__builtin_mul_overflow((size_t)kv->n_ctx * (size_t)kv->n_head_kv, (size_t)kv->head_dim * sizeof(float),
+                               &k_elems) ||
+        __builtin_mul_overflow((size_t)kv->n_ctx * (size_t)kv->n_head_kv, (size_t)s->kv.head_dim_v * sizeof(float),
+                               &v_elems))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: KV cache of n_ctx %d overflows the address space",
+                          kv->n_ctx);
+    s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
+    s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
+    if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
+    for (int32_t l = 0; l < kv->n_layer; l++) {
+        s->k_cache[l] = calloc(1, k_elems);
+        s->v_cache[l] = calloc(1, v_elems);
+        if (!s->k_cache[l] || !s->v_cache[l])
+            return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache layer %d (%zu + %zu bytes)", l, k_elems,
+                              v_elems);
+    }
+    return NULL;
+}
+
+static rlx_status session_create(rlx_backend *b, const rlx_weight *weights, size_t n_weights, const rlx_kv_spec *kv,
+                                 rlx_session **out) {
+    if ((!weights && n_weights) || !kv || !out)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu session_create: weights, kv and out must not be NULL");
+    rlx_session *s = calloc(1, sizeof *s);
+    if (!s) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: cannot allocate");
+    s->backend = (rlx_cpu_backend *)b;
+    s->weights = calloc(n_weights ? n_weights : 1, sizeof *s->weights);
+    rlx_status st = s->weights ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: %zu weights", n_weights);
+    for (size_t i = 0; !st && i < n_weights; i++) {
+        st = check_weight(&weights[i], i);
+        if (st) break;
+        s->weights[i] = weights[i];
+        s->weights[i].name = strdup(weights[i].name);
+        if (!s->weights[i].name) st = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: weight names");
+        s->n_weights = i + 1;
+    }
+    if (!st) qsort(s->weights, s->n_weights, sizeof *s->weights, weight_cmp);
+    for (size_t i = 1; !st && i < s->n_weights; i++)
+        if (strcmp(s->weights[i - 1].name, s->weights[i].name) == 0)
+            st = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' appears twice", s->weights[i].name);
+    if (!st) st = alloc_kv(s, kv);
+    if (st) {
+        session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NULL;
+}
+
+static const rlx_weight *session_find(const rlx_session *s, const char *name) {
+    rlx_weight key = {.name = name};
+    return bsearch(&key, s->weights, s->n_weights, sizeof *s->weights, weight_cmp);
+}
+
+/* ---- compile ---- */
+
+static void program_destroy(rlx_program *p) {
+    if (!p) return;
+    for (int32_t i = 0; p->nodes && i < p->n_nodes; i++) {
+        free((char *)p->nodes[i].info.name);
+        free(p->nodes[i].weight_f32);
+    }
+    free(p->nodes);
+    free(p->outputs);
+    free(p->arena);
+    free(p->data);
+    free(p->scratch);
+    free(p->op_temp);
+    free(p);
+}
+
+/* A WEIGHT node [d0, .., dr-1] matches a stored weight with ne = [dr-1, .., d0] (ne[0] contiguous),
+ * trailing ne of 1 allowed. */
+static bool weight_shape_matches(const rlx_shape *s, const rlx_weight *w) {
+    for (uint32_t d = 0; d < RLX_WEIGHT_MAX_DIMS; d++) {
+        uint64_t want = (int32_t)d < s->rank ? (uint64_t)s->dim[s->rank - 1 - (int32_t)d] : 1;
+        uint64_t have = d < w->n_dims ? w->ne[d] : 1;
+        if (want != have) return false;
+    }
+    return true;
+}
+
+static rlx_status bind_weight(const rlx_session *s, rlx_node i, rlx_cpu_node *n) {
+    char want[96], have[96];
+    const rlx_weight *w = session_find(s, n->info.name);
+    if (!w)
+        return rlx_errorf(RLX_ERR_NOT_FOUND, "compile: %%%d WEIGHT '%s' is not among the session's %zu weights", i,
+                          n->info.name, s->n_weights);
+    rlx_shape ws = {.rank = (int32_t)w->n_dims};
+    for (uint32_t d = 0; d < w->n_dims; d++) ws.dim[w->n_dims - 1 - d] = (int64_t)w->ne[d];
+    if (w->type != n->info.dtype || !weight_shape_matches(&n->info.shape, w))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d WEIGHT '%s' is declared %s%s but the session "
+                          "holds %s%s", i, n->info.name, rlx_dtype_name(n->info.dtype),
+                          rlx_shape_str(&n->info.shape, want, sizeof want), rlx_dtype_name(w->type),
+                          rlx_shape_str(&ws, have, sizeof have));
+    n->store = CPU_STORE_WEIGHT;
+    n->weight = w;
+    return NULL;
+}
+
+static rlx_status bind_cache(const rlx_session *s, rlx_node i, rlx_cpu_node *n) {
+    const rlx_attrs *a = &n->info.attrs;
+    const rlx_shape *sh = &n->info.shape;
+    int32_t dh = a->kv_is_v ? s->kv.head_dim_v : s->kv.head_dim;
+    if (a->layer >= s->kv.n_layer || sh->dim[0] > s->kv.n_ctx || sh->dim[1] != s->kv.n_head_kv || sh->dim[2] != dh)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64
+                          ", %" PRId64 "] does not fit the session cache: %d layers of [%d, %d, %d]", i, a->layer,
+                          a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], s->kv.n_layer, s->kv.n_ctx,
+                          s->kv.n_head_kv, dh);
+    n->store = CPU_STORE_CACHE;
+    return NULL;
+}
+
+static rlx_status copy_graph(rlx_session *s, const rlx_graph *g, rlx_program *p) {
+    p->n_nodes = rlx_graph_n_nodes(g);
+    p->n_outputs = rlx_graph_n_outputs(g);
+    p->nodes = calloc((size_t)p->n_nodes, sizeof *p->nodes);
+    p->outputs = calloc((size_t)p->n_outputs, sizeof *p->outputs);
+    if (!p->nodes || !p->outputs) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %d nodes", p->n_nodes);
+    for (int32_t o = 0; o < p->n_outputs; o++) p->outputs[o] = rlx_graph_output_node(g, o);
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        rlx_cpu_node *n = &p->nodes[i];
+        n->info = *rlx_graph_node(g, i);
+        n->numel = rlx_shape_numel(&n->info.shape);
+        if (n->info.name && !(n->info.name = strdup(n->info.name)))
+            return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: node names");
+        switch (n->info.op) {
+        case RLX_OP_INPUT:
+            n->store = CPU_STORE_INPUT;
+            n->input_index = p->n_inputs++;
+            break;
+        case RLX_OP_WEIGHT: RLX_TRY(bind_weight(s, i, n)); break;
+        case RLX_OP_KV_CACHE: RLX_TRY(bind_cache(s, i, n)); break;
+        case RLX_OP_RESHAPE:
+        case RLX_OP_KV_WRITE: n->store = CPU_STORE_ALIAS; break;
+        default: n->store = CPU_STORE_ARENA; break;
+        }
+    }
+    return NULL;
+}
+
+static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out) {
+    if (!s || !g || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu compile: session, graph and out are required");
+    rlx_status st = rlx_graph_verify(g);
+    if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
+    rlx_program *p = calloc(1, sizeof *p);
+    if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
+    p->session = s;
+    st = copy_graph(s, g, p);
+    if (!st) st = rlx_cpu_plan(p, s->backend->n_threads);
+    if (st) {
+        program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return NULL;
+}
+
+/* ---- run ---- */
+
+static void bind_storage(rlx_program *p, const rlx_run_args *a) {
+    const rlx_session *s = p->session;
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        rlx_cpu_node *n = &p->nodes[i];
+        switch (n->store) {
+        case CPU_STORE_ARENA: p->data[i] = p->arena + n->arena_offset; break;
+        case CPU_STORE_INPUT: p->data[i] = (void *)a->inputs[n->input_index]; break;
+        case CPU_STORE_WEIGHT:
+            p->data[i] = n->weight_f32 ? (void *)n->weight_f32 : (void *)n->weight->data;
+            break;
+        case CPU_STORE_CACHE:
+            p->data[i] = n->info.attrs.kv_is_v ? s->v_cache[n->info.attrs.layer] : s->k_cache[n->info.attrs.layer];
+            break;
+        case CPU_STORE_ALIAS: p->data[i] = p->data[n->info.in[0]]; break;
+        }
+    }
+}
+
+static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
+    if (!a) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: args is NULL");
+    if (a->n_tokens < 1 || a->n_tokens > p->static_rows)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_tokens %d is outside [1, %" PRId64 " rows of the graph]",
+                          a->n_tokens, p->static_rows);
+    if (a->n_past < 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_past %d is negative", a->n_past);
+    if (p->n_inputs > 0 && !a->inputs)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: the graph has %d inputs but inputs is NULL", p->n_inputs);
+    for (int32_t k = 0; k < p->n_inputs; k++)
+        if (!a->inputs[k]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: input %d is NULL", k);
+    if (!a->outputs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: outputs is NULL");
+    for (int32_t o = 0; o < p->n_outputs; o++)
+        if (!a->outputs[o]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: output %d is NULL", o);
+    return NULL;
+}
+
+static rlx_status run(rlx_program *p, const rlx_run_args *a) {
+    if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
+    RLX_TRY(check_run_args(p, a));
+    rlx_cpu_backend *b = p->session->backend;
+    rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .n_past = a->n_past, .n_tokens = a->n_tokens};
+    bind_storage(p, a);
+    for (rlx_node i = 0; i < p->n_nodes; i++) RLX_TRY(kernels[p->nodes[i].info.op](&ex, i));
+    for (int32_t o = 0; o < p->n_outputs; o++) {
+        const rlx_cpu_node *n = &p->nodes[p->outputs[o]];
+        memcpy(a->outputs[o], p->data[p->outputs[o]], (size_t)n->numel * 4);
+    }
+    return NULL;
+}
+
+/* ---- backend ---- */
+
+static void backend_destroy(rlx_backend *base) {
+    rlx_cpu_backend *b = (rlx_cpu_backend *)base;
+    if (!b) return;
+    rlx_thread_pool_destroy(b->pool);
+    free(b);
+}
+
+static const rlx_backend_ops cpu_ops = {
+    .session_create = session_create,
+    .session_destroy = session_destroy,
+    .compile = compile,
+    .run = run,
+    .program_destroy = program_destroy,
+    .destroy = backend_destroy,
+};
+
+rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out) {
+    if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: out is NULL");
+    if (n_threads < 0 || n_threads > 1024)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: n_threads %d, expected 0 (online cores) .. 1024",
+                          n_threads);
+    if (n_threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores;
+    }
+    rlx_cpu_backend *b = calloc(1, sizeof *b);
+    if (!b) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cpu backend: cannot allocate");
+    b->base.ops = &cpu_ops;
+    b->base.name = "cpu";
+    b->n_threads = n_threads;
+    rlx_status st = rlx_thread_pool_create(n_threads, &b->pool);
+    if (st) {
+        free(b);
+        return st;
+    }
+    *out = &b->base;
+    return NULL;
+}

@@ -1,0 +1,127 @@
+/* What the CPU backend's files share: the session and program structs, the per-run execution
+ * context, and the kernel table generated from ops.def (a new op without a CPU kernel is a
+ * compile error: rlx_cpu_op_<NAME> is undeclared). */
+#ifndef RLX_CPU_INTERNAL_H
+#define RLX_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_fallback/thread_pool.h"
+#include "ir/backend.h"
+
+typedef struct rlx_cpu_backend {
+    rlx_backend base;
+    rlx_thread_pool *pool; /* owned */
+    int n_threads;
+} rlx_cpu_backend;
+
+struct rlx_session {
+    rlx_cpu_backend *backend; /* borrowed: outlives the session */
+    rlx_weight *weights;      /* owned array sorted by name; names owned; data borrowed from the model,
+                                 which must outlive the session (backend.h) */
+    size_t n_weights;
+    rlx_kv_spec kv;
+    float **k_cache, **v_cache; /* owned: n_layer buffers each, [n_ctx, H_kv, Dh] / [n_ctx, H_kv, Dv] */
+};
+
+/* Where a node's values live during a run. */
+typedef enum {
+    CPU_STORE_ARENA,  /* a slot of the program's arena (computed nodes) */
+    CPU_STORE_INPUT,  /* the caller's input buffer */
+    CPU_STORE_WEIGHT, /* the session's weight data, or the program's f32 copy of it */
+    CPU_STORE_CACHE,  /* the session's KV cache of one layer */
+    CPU_STORE_ALIAS,  /* the storage of input 0 (RESHAPE, KV_WRITE) */
+} rlx_cpu_store;
+
+typedef struct rlx_cpu_node {
+    rlx_node_info info;          /* copied from the graph; info.name owned by the program */
+    int64_t numel;
+    /* dim[0] is the token axis: only its first n_tokens rows are computed; the rest is padding
+     * whose contents are unspecified */
+    bool token_rows;
+    rlx_cpu_store store;
+    size_t arena_offset;         /* CPU_STORE_ARENA */
+    int32_t input_index;         /* CPU_STORE_INPUT: position among the graph's INPUT nodes */
+    const rlx_weight *weight;    /* CPU_STORE_WEIGHT: borrowed from the session */
+    float *weight_f32;           /* CPU_STORE_WEIGHT: owned f32 copy when the weight is read as
+                                    activations but stored in another type; else NULL */
+} rlx_cpu_node;
+
+struct rlx_program {
+    rlx_session *session;        /* borrowed: must outlive the program */
+    rlx_cpu_node *nodes;         /* owned, n_nodes */
+    int32_t n_nodes;
+    rlx_node *outputs;           /* owned, n_outputs */
+    int32_t n_outputs;
+    int32_t n_inputs;
+    int64_t static_rows;         /* dim[0] of the first INPUT (1 without inputs): n_tokens <= this */
+    uint8_t *arena;              /* owned, arena_size bytes */
+    size_t arena_size;
+    void **data;                 /* owned, n_nodes: each node's values during the current run */
+    float *scratch;              /* owned: per-thread scratch, scratch_floats per thread */
+    size_t scratch_floats;
+    uint8_t *op_temp;            /* owned: one op's temporaries (MOE_FFN), op_temp_size bytes */
+    size_t op_temp_size;
+};
+
+/* One run: what every kernel sees. */
+typedef struct rlx_cpu_exec {
+    rlx_program *p;
+    rlx_thread_pool *pool; /* borrowed from the backend */
+    int n_threads;
+    int32_t n_past, n_tokens;
+} rlx_cpu_exec;
+
+static inline const rlx_cpu_node *cpu_node(const rlx_cpu_exec *ex, rlx_node i) { return &ex->p->nodes[i]; }
+static inline float *cpu_f32(const rlx_cpu_exec *ex, rlx_node i) { return (float *)ex->p->data[i]; }
+static inline float *cpu_scratch(const rlx_cpu_exec *ex, int tid) {
+    return ex->p->scratch + (size_t)tid * ex->p->scratch_floats;
+}
+/* Rows of dim[0] to compute this run, and elements per row of dim[0]. */
+static inline int64_t cpu_valid_outer(const rlx_cpu_exec *ex, const rlx_cpu_node *n) {
+    return n->token_rows ? ex->n_tokens : n->info.shape.dim[0];
+}
+static inline int64_t cpu_inner(const rlx_cpu_node *n) { return n->numel / n->info.shape.dim[0]; }
+static inline int64_t cpu_last_dim(const rlx_cpu_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
+/* Rows of the last dim to compute this run (a rank-1 node is one row). */
+static inline int64_t cpu_valid_rows(const rlx_cpu_exec *ex, const rlx_cpu_node *n) {
+    if (n->info.shape.rank == 1) return 1;
+    return cpu_valid_outer(ex, n) * cpu_inner(n) / cpu_last_dim(n);
+}
+
+/* Runs fn over [0, n_items) on the pool when `work` (roughly, multiply-adds) is worth the
+ * hand-off, else on the calling thread. */
+void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t chunk, double work, rlx_pool_fn fn,
+                      void *ctx);
+
+/* A matrix operand: rows of `cols` elements of `dtype`, row_bytes apart. */
+typedef struct rlx_cpu_matrix {
+    const uint8_t *data;
+    uint32_t dtype;
+    int64_t rows, cols;
+    size_t row_bytes;
+} rlx_cpu_matrix;
+
+/* The matrix of input `slot` of node i (a WEIGHT in its stored type, or an F32 node); for a
+ * rank-3 operand, `sub` selects the [rows, cols] matrix sub of dim[0]. */
+rlx_cpu_matrix rlx_cpu_matrix_of(const rlx_cpu_exec *ex, rlx_node i, int slot, int64_t sub);
+/* y[n, w->rows] = x[n, w->cols] @ w^T, weight rows dequantized into per-thread scratch. */
+void rlx_cpu_matmul(const rlx_cpu_exec *ex, const float *x, int64_t n, const rlx_cpu_matrix *w, float *y);
+/* Per-thread scratch (floats) rlx_cpu_matmul needs for rows of `cols` elements. */
+size_t rlx_cpu_matmul_scratch(int64_t cols);
+/* Dot product with a fixed reduction order (bitwise reproducible), written for vectorisation. */
+float rlx_cpu_dot(const float *restrict a, const float *restrict b, int64_t n);
+
+/* Program planning (cpu_plan.c): token rows, storage, arena and scratch sizes. */
+rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);
+
+typedef rlx_status (*rlx_cpu_kernel)(const rlx_cpu_exec *ex, rlx_node i);
+#define RLX_OP(name, n_in, shape) rlx_status rlx_cpu_op_##name(const rlx_cpu_exec *ex, rlx_node i);
+#include "ir/ops.def"
+#undef RLX_OP
+
+/* True when the CPU backend has a kernel for op (the table is generated from ops.def). */
+bool rlx_cpu_has_kernel(rlx_op op);
+
+#endif
