@@ -221,8 +221,12 @@ static void print_count(FILE *f, const char *label, const json_t *v) {
         return;
     }
     double n = (double)json_integer_value(v);
-    const char *unit = n >= 1e9 ? "B" : n >= 1e6 ? "M" : n >= 1e3 ? "K" : "";
-    double scaled = n >= 1e9 ? n / 1e9 : n >= 1e6 ? n / 1e6 : n >= 1e3 ? n / 1e3 : n;
+    if (n < 1e3) {
+        fprintf(f, "%-15s %" JSON_INTEGER_FORMAT "\n", label, json_integer_value(v));
+        return;
+    }
+    const char *unit = n >= 1e9 ? "B" : n >= 1e6 ? "M" : "K";
+    double scaled = n >= 1e9 ? n / 1e9 : n >= 1e6 ? n / 1e6 : n / 1e3;
     fprintf(f, "%-15s %.2f%s (%" JSON_INTEGER_FORMAT ")\n", label, scaled, unit, json_integer_value(v));
 }
 
