@@ -226,7 +226,7 @@ static bool shape_kv_write(const rlx_graph *g, rlx_node_info *n, rlx_shape_error
     const rlx_node_info *cache = input(g, n, 0), *x = input(g, n, 1);
     bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 3, 3, e);
     if (cache->op != RLX_OP_KV_CACHE && cache->op != RLX_OP_KV_WRITE) {
-        rlx_shape_error(e, "cache is a %s node, expected KV_CACHE or KV_WRITE", rlx_op_name(cache->op));
+        rlx_shape_error(e, "cache is %s, expected a KV_CACHE or KV_WRITE node", rlx_op_name(cache->op));
         ok = false;
     }
     if (!ok) return false;
