@@ -1,0 +1,48 @@
+/* The per-family interface: each supported family turns a model into IR graphs for prefill and for
+ * decode. The generator (runners/generator.c) decides which graph it needs and caches the compiled
+ * programs; the families only build graphs and know nothing of backends or caches.
+ *
+ * Every graph has one INPUT, "ids" (I32 [rows]), and one output, "logits" (F32 [rows or 1, n_vocab]).
+ * It runs with the run-time scalars n_past and n_tokens of ir/ops.def. */
+#ifndef RLX_RUNNERS_FAMILY_H
+#define RLX_RUNNERS_FAMILY_H
+
+#include <stdint.h>
+
+#include "ir/graph.h"
+#include "loader/model.h"
+#include "rlx/status.h"
+
+/* What a prefill graph computes. The cached kinds write K/V of the valid rows into the session KV
+ * cache at n_past; the naive kinds use no cache at all (K/V flow straight from the projections into
+ * ATTENTION), so they need n_past == 0 and touch no state. */
+typedef enum {
+    RLX_PREFILL_LAST = 0,   /* cached; logits of row n_tokens - 1 only: [1, V] (LAST_ROW before the head) */
+    RLX_PREFILL_ALL,        /* cached; logits of every row: [rows, V] */
+    RLX_PREFILL_NAIVE_LAST, /* no cache; [1, V] */
+    RLX_PREFILL_NAIVE_ALL,  /* no cache; [rows, V] */
+    RLX_PREFILL_KIND_COUNT,
+} rlx_prefill_kind;
+
+const char *rlx_prefill_kind_name(rlx_prefill_kind kind); /* "last", "all", "naive-last", "naive-all" */
+
+typedef struct rlx_family_ops {
+    rlx_family family;
+    const char *name; /* as rlx_runner_family() reports it */
+    /* Prefill over `seq_bucket` static rows. Cached kinds view the first `seq_bucket` rows of the
+     * KV cache, so they run at n_past == 0 (the generator's prefill always starts there). */
+    rlx_status (*build_prefill_graph)(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
+                                      rlx_graph **out);
+    /* One new row attending over KV_CACHE views of capacity `past_bucket` (>= n_past + 1). */
+    rlx_status (*build_decode_graph)(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_graph **out);
+} rlx_family_ops;
+
+extern const rlx_family_ops rlx_family_qwen3_ops;
+extern const rlx_family_ops rlx_family_qwen3moe_ops;
+extern const rlx_family_ops rlx_family_llama_ops;
+extern const rlx_family_ops rlx_family_gemma3_ops;
+
+/* The ops of a family, or RLX_ERR_UNSUPPORTED naming a family that has no runner yet. */
+rlx_status rlx_family_ops_find(rlx_family family, const rlx_family_ops **out);
+
+#endif

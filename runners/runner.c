@@ -1,0 +1,199 @@
+/* The public runner API (include/rlx/runner.h) over a model, a backend and a generator.
+ *
+ * State: the generation state (the KV cache and the tokens it holds) belongs to the generator and
+ * is what generate and the speculative primitives use. predict_logits / predict_all_logits run a
+ * no-cache prefill graph instead, so they never touch that state and may be interleaved freely
+ * with prefill_get_last_logits / decode_get_logits. */
+#include "rlx/runner.h"
+
+#include <stdlib.h>
+
+#include "runners/backend_select.h"
+#include "runners/family.h"
+#include "runners/generator.h"
+#include "runners/sampling.h"
+
+/* Default context when the caller gives none: the training context, at most this. */
+#define DEFAULT_MAX_CTX 4096
+
+struct rlx_runner {
+    rlx_model *model;             /* owned */
+    rlx_backend *backend;         /* owned */
+    rlx_generator *gen;           /* owned; borrows model and backend, so it is destroyed first */
+    const rlx_family_ops *family; /* borrowed: a static table */
+    float *logits;                /* owned: n_vocab floats, the generate loop's buffer */
+};
+
+static int32_t n_vocab(const rlx_runner *r) {
+    return (int32_t)r->model->config.n_vocab;
+}
+
+static rlx_status open_parts(rlx_runner *r, const char *path, const rlx_runner_opts *o) {
+    RLX_TRY(rlx_model_open(path, &r->model));
+    const rlx_model_config *c = &r->model->config;
+    rlx_status st = rlx_family_ops_find(c->family, &r->family);
+    if (st) return rlx_status_annotate(st, "'%s'", path);
+    RLX_TRY(rlx_backend_select(o->backend, o->device, o->n_threads, &r->backend));
+    uint32_t train = c->n_ctx_train ? c->n_ctx_train : DEFAULT_MAX_CTX;
+    rlx_generator_opts go = {
+        .n_ctx = o->n_ctx ? o->n_ctx : (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX),
+        .no_kv_cache = o->no_kv_cache,
+        .no_buckets = o->no_buckets,
+        .no_prefill_cache = o->no_prefill_cache,
+    };
+    RLX_TRY(rlx_generator_create(r->model, r->family, r->backend, &go, &r->gen));
+    r->logits = malloc((size_t)n_vocab(r) * sizeof *r->logits);
+    if (!r->logits) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "logits buffer of %d floats", (int)n_vocab(r));
+    return NULL;
+}
+
+rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_runner **out) {
+    if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_runner_open: path and out must not be NULL");
+    rlx_runner_opts o = opts ? *opts : rlx_runner_opts_default();
+    if (o.n_ctx < 0)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "context length %d: expected 0 (the model's) or more",
+                          (int)o.n_ctx);
+    rlx_runner *r = calloc(1, sizeof *r);
+    if (!r) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "runner");
+    rlx_status st = open_parts(r, path, &o);
+    if (st) {
+        rlx_runner_close(r);
+        return st;
+    }
+    *out = r;
+    return NULL;
+}
+
+void rlx_runner_close(rlx_runner *r) {
+    if (!r) return;
+    rlx_generator_destroy(r->gen);
+    rlx_backend_destroy(r->backend);
+    rlx_model_close(r->model);
+    free(r->logits);
+    free(r);
+}
+
+const char *rlx_runner_family(const rlx_runner *r) {
+    return r->family->name;
+}
+
+int32_t rlx_runner_vocab_size(const rlx_runner *r) {
+    return n_vocab(r);
+}
+
+int32_t rlx_runner_n_ctx(const rlx_runner *r) {
+    return rlx_generator_n_ctx(r->gen);
+}
+
+int32_t rlx_runner_eos_id(const rlx_runner *r) {
+    return r->model->config.eos_id >= 0 ? r->model->config.eos_id : -1;
+}
+
+const char *rlx_runner_backend_name(const rlx_runner *r) {
+    return r->backend->name;
+}
+
+bool rlx_runner_supports_multimodal(const rlx_runner *r) {
+    (void)r;
+    return false;
+}
+
+static rlx_status check_token(const rlx_runner *r, int32_t id, const char *what, int32_t pos) {
+    if (id < 0 || id >= n_vocab(r))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: token id %d at position %d is outside the vocabulary [0, %d)",
+                          what, (int)id, (int)pos, (int)n_vocab(r));
+    return NULL;
+}
+
+/* A token sequence the runner can take whole: non-empty, in the vocabulary, within the context. */
+static rlx_status check_ids(const rlx_runner *r, const int32_t *ids, int32_t n, const char *what) {
+    if (n < 1) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s is empty: expected at least 1 token", what);
+    if (!ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: ids is NULL with n = %d", what, (int)n);
+    for (int32_t i = 0; i < n; i++) RLX_TRY(check_token(r, ids[i], what, i));
+    int32_t n_ctx = rlx_runner_n_ctx(r);
+    if (n > n_ctx)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s of %d tokens does not fit the context of %d tokens", what,
+                          (int)n, (int)n_ctx);
+    return NULL;
+}
+
+static rlx_status check_out(const void *p, const char *what) {
+    return p ? NULL : rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s must not be NULL", what);
+}
+
+rlx_status rlx_runner_predict_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
+    RLX_TRY(check_out(logits_out, "predict_logits: logits_out"));
+    RLX_TRY(check_ids(r, ids, n, "prompt"));
+    return rlx_generator_logits(r->gen, ids, n, false, logits_out);
+}
+
+rlx_status rlx_runner_predict_all_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
+    RLX_TRY(check_out(logits_out, "predict_all_logits: logits_out"));
+    RLX_TRY(check_ids(r, ids, n, "prompt"));
+    return rlx_generator_logits(r->gen, ids, n, true, logits_out);
+}
+
+typedef struct gen_call {
+    int32_t n_new;
+    bool stop_at_eos;
+    rlx_token_callback on_token; /* may be NULL */
+    void *user;
+    int32_t *out_ids; /* may be NULL */
+    int32_t *n_out;   /* may be NULL */
+} gen_call;
+
+/* sample -> report -> stop? -> decode, until n_new tokens, EOS or the callback says stop. The last
+ * token is never decoded: nothing would read its logits. */
+static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c) {
+    int32_t eos = rlx_runner_eos_id(r);
+    for (int32_t i = 0;;) {
+        /* the sampler sees prompt + generated: exactly the tokens the state holds */
+        int32_t tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
+        RLX_TRY(check_token(r, tok, "sampler result", i));
+        if (c->out_ids) c->out_ids[i] = tok;
+        i++;
+        if (c->n_out) *c->n_out = i;
+        bool go_on = c->on_token ? c->on_token(tok, c->user) : true;
+        if (!go_on || i == c->n_new || (c->stop_at_eos && tok == eos)) return NULL;
+        RLX_TRY(rlx_generator_decode(r->gen, tok, r->logits));
+    }
+}
+
+rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
+                               const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
+                               int32_t *out_ids, int32_t *n_out) {
+    if (n_out) *n_out = 0;
+    RLX_TRY(check_ids(r, ids, n, "prompt"));
+    if (n_new < 1) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "n_new must be >= 1 (got %d)", (int)n_new);
+    /* Checked up front, so a run is never cut short by the context: prompt and output must fit. */
+    int32_t n_ctx = rlx_runner_n_ctx(r);
+    if ((int64_t)n + n_new > n_ctx)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "prompt of %d tokens + n_new %d = %lld tokens exceed the context of %d tokens", (int)n,
+                          (int)n_new, (long long)n + n_new, (int)n_ctx);
+    rlx_sample_opts so = sample ? *sample : rlx_sample_opts_greedy();
+    rlx_sampler *s;
+    RLX_TRY(rlx_sampler_create(&so, n_vocab(r), &s));
+    gen_call c = {.n_new = n_new, .stop_at_eos = !so.ignore_eos && rlx_runner_eos_id(r) >= 0, .on_token = on_token,
+                  .user = user, .out_ids = out_ids, .n_out = n_out};
+    rlx_status st = rlx_generator_prefill(r->gen, ids, n, r->logits);
+    if (!st) st = generate_loop(r, s, &c);
+    rlx_sampler_destroy(s);
+    return st;
+}
+
+rlx_status rlx_runner_prefill_get_last_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
+    RLX_TRY(check_out(logits_out, "prefill_get_last_logits: logits_out"));
+    RLX_TRY(check_ids(r, ids, n, "prompt"));
+    return rlx_generator_prefill(r->gen, ids, n, logits_out);
+}
+
+rlx_status rlx_runner_decode_get_logits(rlx_runner *r, int32_t token, float *logits_out) {
+    RLX_TRY(check_out(logits_out, "decode_get_logits: logits_out"));
+    RLX_TRY(check_token(r, token, "decode", rlx_generator_n_past(r->gen)));
+    return rlx_generator_decode(r->gen, token, logits_out);
+}
+
+int32_t rlx_runner_n_past(const rlx_runner *r) {
+    return rlx_generator_n_past(r->gen);
+}
