@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,7 +415,10 @@ static rlx_status add_plain(conv *cv, const rlx_st_tensor *t, const hf_name *nm)
     xspec x = spec_for(cv->c, t->name, nm);
     rlx_weight w = {0};
     RLX_TRY(set_shape(t, x.squeeze, &w));
-    if (x.op == OP_COPY && perm_is_identity(&x.rows) && perm_is_identity(&x.cols)) {
+    /* Borrow only naturally aligned data: the safetensors header length need not keep tensors
+     * aligned, and backends read elements in place. */
+    bool aligned = (uintptr_t)t->data % elem_size(t->type) == 0;
+    if (x.op == OP_COPY && perm_is_identity(&x.rows) && perm_is_identity(&x.cols) && aligned) {
         w.type = t->type;
         w.nbytes = t->nbytes;
         w.data = t->data;

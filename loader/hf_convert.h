@@ -10,7 +10,8 @@
  *            norm (Qwen3NextModel.modify_tensors); V heads reordered from grouped to tiled when
  *            key and value head counts differ (_LinearAttentionVReorderBase)
  *   all      tied embeddings: `lm_head.weight` dropped.
- * Stored types: a tensor that is only renamed borrows the safetensors mapping. Reordered and
+ * Stored types: a tensor that is only renamed borrows the safetensors mapping (or is copied when
+ * its data is not aligned to its element size, so every weight is naturally aligned). Reordered and
  * stacked tensors are owned copies in the source dtype (a permutation is exact in any dtype).
  * Tensors whose values are computed (norm + 1, -exp, rope_freqs) are owned F32, because the
  * converter computes them in float32 from the bf16/f16 values and the result need not be

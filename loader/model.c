@@ -201,7 +201,12 @@ static rlx_status open_hf(rlx_model *m) {
     char *cfg_path = malloc(n);
     if (!cfg_path) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cannot build the config.json path");
     snprintf(cfg_path, n, "%s/config.json", m->path);
-    rlx_status s = rlx_model_config_from_hf_file(cfg_path, &m->config);
+    struct stat st;
+    rlx_status s = NULL;
+    if (stat(cfg_path, &st) != 0)
+        s = rlx_errorf(RLX_ERR_NOT_FOUND, "directory '%s' has no config.json (an HF model directory needs one)",
+                       m->path);
+    if (!s) s = rlx_model_config_from_hf_file(cfg_path, &m->config);
     free(cfg_path);
     if (s) return s;
     RLX_TRY(rlx_safetensors_open(m->path, &hf->st));

@@ -571,6 +571,8 @@ static rlx_status hf_config(const hf_src *h, rlx_model_config *c) {
 }
 
 static rlx_status config_from_root(json_t *root, const json_error_t *err, const char *what, rlx_model_config *out) {
+    if (!root && err->line < 0) /* jansson could not read the file at all */
+        return rlx_errorf(RLX_ERR_IO, "%s: %s", what, err->text);
     if (!root)
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: invalid JSON at line %d, column %d: %s", what, err->line, err->column,
                           err->text);

@@ -51,18 +51,19 @@ static rlx_status list_push(st_list *l, const rlx_st_tensor *t) {
     return NULL;
 }
 
+/* The JSON type with its article, for "is a string, expected an object" messages. */
 static const char *json_type_str(json_type t) {
     switch (t) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "real number";
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
     case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
+    case JSON_FALSE: return "a boolean";
     case JSON_NULL: return "null";
     }
-    return "unknown";
+    return "an unknown JSON value";
 }
 
 static const char *json_type_name(const json_t *j) { return json_type_str(json_typeof(j)); }
@@ -96,7 +97,7 @@ static rlx_status get_field(const char *what, const char *tname, json_t *entry, 
     json_t *v = json_object_get(entry, field);
     if (!v) return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': missing field '%s'", what, tname, field);
     if (json_typeof(v) != want)
-        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': field '%s' is a %s, expected a %s", what, tname, field,
+        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': field '%s' is %s, expected %s", what, tname, field,
                           json_type_name(v), json_type_str(want));
     *out = v;
     return NULL;
@@ -113,7 +114,7 @@ static rlx_status parse_shape(const char *what, const char *tname, json_t *shape
     for (size_t d = 0; d < n; d++) {
         json_t *dim = json_array_get(shape, d);
         if (!json_is_integer(dim))
-            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': shape[%zu] is a %s, expected an integer", what, tname,
+            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': shape[%zu] is %s, expected an integer", what, tname,
                               d, json_type_name(dim));
         json_int_t v = json_integer_value(dim);
         if (v < 0)
@@ -135,7 +136,7 @@ static rlx_status parse_offsets(const char *what, const char *tname, json_t *off
     for (size_t i = 0; i < 2; i++) {
         json_t *o = json_array_get(offs, i);
         if (!json_is_integer(o))
-            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': data_offsets[%zu] is a %s, expected an integer", what,
+            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': data_offsets[%zu] is %s, expected an integer", what,
                               tname, i, json_type_name(o));
         if (json_integer_value(o) < 0)
             return rlx_errorf(RLX_ERR_BAD_FILE,
@@ -155,7 +156,7 @@ static rlx_status parse_offsets(const char *what, const char *tname, json_t *off
 static rlx_status parse_entry(const char *what, const char *tname, json_t *entry, const uint8_t *data,
                               uint64_t data_size, rlx_st_tensor *t) {
     if (!json_is_object(entry))
-        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': entry is a %s, expected an object", what, tname,
+        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: tensor '%s': entry is %s, expected an object", what, tname,
                           json_type_name(entry));
     json_t *dtype, *shape, *offs;
     RLX_TRY(get_field(what, tname, entry, "dtype", JSON_STRING, &dtype));
@@ -172,7 +173,9 @@ static rlx_status parse_entry(const char *what, const char *tname, json_t *entry
                           "%s: tensor '%s': data [%" PRIu64 ", %" PRIu64 ") extends past the end of the data buffer (%" PRIu64
                           " bytes)",
                           what, tname, begin, end, data_size);
-    RLX_TRY(rlx_dtype_bytes(t->type, t->n_elements, tname, &t->nbytes));
+    char label[320];
+    snprintf(label, sizeof label, "%s: tensor '%s'", what, tname);
+    RLX_TRY(rlx_dtype_bytes(t->type, t->n_elements, label, &t->nbytes));
     if (end - begin != t->nbytes) {
         char sh[160];
         format_shape(t, sh, sizeof sh);
@@ -249,7 +252,7 @@ static rlx_status parse_image(const char *what, const uint8_t *base, uint64_t si
                           err.column, err.text);
     rlx_status s = NULL;
     if (!json_is_object(root))
-        s = rlx_errorf(RLX_ERR_BAD_FILE, "%s: header is a JSON %s, expected an object", what, json_type_name(root));
+        s = rlx_errorf(RLX_ERR_BAD_FILE, "%s: header is %s, expected a JSON object", what, json_type_name(root));
     const uint8_t *data = base + 8 + hlen;
     size_t first = out->n;
     if (!s) s = parse_header_entries(what, root, data, size - 8 - hlen, shard, out);
@@ -375,6 +378,7 @@ static rlx_status check_shard_name(const char *index, const char *tname, const c
 static rlx_status load_weight_map(const char *index, json_t **root, json_t **map) {
     json_error_t err;
     *root = json_load_file(index, JSON_REJECT_DUPLICATES, &err);
+    if (!*root && err.line < 0) return rlx_errorf(RLX_ERR_IO, "%s: %s", index, err.text);
     if (!*root)
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: invalid JSON at line %d, column %d: %s", index, err.line, err.column,
                           err.text);
@@ -397,7 +401,7 @@ static rlx_status open_shards(const char *index, const char *dir, json_t *map, s
     json_t *file;
     json_object_foreach(map, tname, file) {
         if (!json_is_string(file))
-            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: weight_map['%s'] is a %s, expected a file name string", index,
+            return rlx_errorf(RLX_ERR_BAD_FILE, "%s: weight_map['%s'] is %s, expected a file name string", index,
                               tname, json_type_name(file));
         const char *fname = json_string_value(file);
         RLX_TRY(check_shard_name(index, tname, fname));
@@ -419,7 +423,7 @@ static size_t find_in_shard(const st_list *l, const char *name, uint32_t shard) 
     return hit ? (size_t)(hit - l->v) : SIZE_MAX;
 }
 
-/* Moves the tensors the weight map lists from *all into *picked, checking each is where the map
+/* Copies the tensors the weight map lists from *all into *picked, checking each is where the map
  * says it is. */
 static rlx_status pick_mapped(const char *index, json_t *map, const st_shards *sh, st_list *all, st_list *picked) {
     qsort(all->v, all->n, sizeof *all->v, cmp_by_name_then_shard);
@@ -431,8 +435,14 @@ static rlx_status pick_mapped(const char *index, json_t *map, const st_shards *s
         if (at == SIZE_MAX)
             return rlx_errorf(RLX_ERR_BAD_FILE, "%s: weight_map puts tensor '%s' in shard '%s', which does not contain it",
                               index, tname, json_string_value(file));
-        RLX_TRY(list_push(picked, &all->v[at]));
-        all->v[at].name = NULL; /* now owned by *picked */
+        rlx_st_tensor t = all->v[at];
+        t.name = strdup(t.name);
+        if (!t.name) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: cannot copy tensor name '%s'", index, tname);
+        rlx_status s = list_push(picked, &t);
+        if (s) {
+            free((char *)t.name);
+            return s;
+        }
     }
     return NULL;
 }
@@ -487,7 +497,9 @@ static rlx_status open_dir(const char *dir, rlx_safetensors **out) {
 rlx_status rlx_safetensors_open(const char *path, rlx_safetensors **out) {
     if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_safetensors_open: NULL argument");
     struct stat st;
-    if (stat(path, &st) != 0) return rlx_errorf(RLX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (stat(path, &st) != 0)
+        return rlx_errorf(errno == ENOENT ? RLX_ERR_NOT_FOUND : RLX_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(errno));
     if (S_ISDIR(st.st_mode)) return open_dir(path, out);
     if (ends_with(path, ".index.json")) return open_index(path, out);
     return open_single(path, out);
