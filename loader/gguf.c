@@ -343,13 +343,19 @@ static void shape_str(char *buf, size_t cap, const rlx_gguf_tensor *t) {
     if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "]");
 }
 
-/* The element count must fit int64 (llama.cpp reads dims as int64_t and checks the same). */
+/* Dims and the element count must fit int64 (llama.cpp reads dims as int64_t and checks the
+ * same); like llama.cpp, a zero dim makes an empty tensor whatever the other dims are. */
 static rlx_status check_shape(const reader *r, rlx_gguf_tensor *t) {
     uint64_t n = 1;
-    bool overflow = false;
-    for (uint32_t d = 0; d < RLX_GGUF_MAX_DIMS; d++)
-        overflow |= t->ne[d] > INT64_MAX || __builtin_mul_overflow(n, t->ne[d], &n);
-    if (overflow || n > INT64_MAX) {
+    bool overflow = false, empty = false;
+    for (uint32_t d = 0; d < RLX_GGUF_MAX_DIMS; d++) {
+        overflow = overflow || t->ne[d] > INT64_MAX;
+        empty = empty || t->ne[d] == 0;
+    }
+    for (uint32_t d = 0; d < RLX_GGUF_MAX_DIMS && !overflow && !empty; d++)
+        overflow = __builtin_mul_overflow(n, t->ne[d], &n) || n > INT64_MAX;
+    if (empty) n = 0;
+    if (overflow) {
         char shape[128];
         shape_str(shape, sizeof shape, t);
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: shape %s has too many elements (the product overflows 2^63-1)",
@@ -408,9 +414,9 @@ static int cmp_entry(const void *pa, const void *pb) {
 
 /* Sorts names into a new index; a repeated name is an error naming both entries. */
 static rlx_status build_index(const rlx_gguf_str *(*name_of)(const rlx_gguf *, uint64_t), const rlx_gguf *g,
-                              uint64_t n, const char *kind, name_entry **out) {
+                              uint64_t n, const char *label, const char *entry, name_entry **out) {
     name_entry *e = malloc(n ? n * sizeof *e : 1);
-    if (!e) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "out of memory indexing %" PRIu64 " %s names", n, kind);
+    if (!e) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "out of memory indexing %" PRIu64 " %s entries", n, entry);
     for (uint64_t i = 0; i < n; i++) {
         const rlx_gguf_str *s = name_of(g, i);
         e[i] = (name_entry){s->s, s->len, i};
@@ -420,8 +426,8 @@ static rlx_status build_index(const rlx_gguf_str *(*name_of)(const rlx_gguf *, u
         if (cmp_bytes(e[i - 1].s, e[i - 1].len, e[i].s, e[i].len) == 0) {
             char shown[SHOWN_NAME_MAX + 1];
             shown_name(shown, sizeof shown, name_of(g, e[i].index));
-            rlx_status s = rlx_errorf(RLX_ERR_BAD_FILE, "duplicate %s name '%s' (%s %" PRIu64 " and %" PRIu64 ")", kind,
-                                      shown, kind, e[i - 1].index, e[i].index);
+            rlx_status s = rlx_errorf(RLX_ERR_BAD_FILE, "duplicate %s '%s' (%s %" PRIu64 " and %s %" PRIu64 ")", label,
+                                      shown, entry, e[i - 1].index, entry, e[i].index);
             free(e);
             return s;
         }
@@ -506,8 +512,8 @@ static rlx_status place_tensors(rlx_gguf *g, uint64_t header_end) {
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         rlx_gguf_tensor *t = &g->tensors[i];
         char shown[SHOWN_NAME_MAX + 1];
-        uint64_t start, end;
-        bool overflow = __builtin_add_overflow(g->data_offset, t->offset, &start) |
+        uint64_t start = 0, end = 0;
+        bool overflow = __builtin_add_overflow(g->data_offset, t->offset, &start) ||
                         __builtin_add_overflow(start, t->nbytes, &end);
         if (overflow || end > g->size) {
             shown_name(shown, sizeof shown, &t->name);
@@ -541,11 +547,11 @@ static rlx_status parse(gguf_impl *im) {
                           n_tensors);
     g->n_kv = n_kv;
     RLX_TRY(read_kvs(&r, g));
-    RLX_TRY(build_index(kv_name, g, n_kv, "key", &im->kv_index));
+    RLX_TRY(build_index(kv_name, g, n_kv, "key", "kv", &im->kv_index));
     RLX_TRY(read_alignment(g));
     g->n_tensors = n_tensors;
     for (uint64_t i = 0; i < n_tensors; i++) RLX_TRY(read_tensor_info(&r, i, g->alignment, &g->tensors[i]));
-    RLX_TRY(build_index(tensor_name, g, n_tensors, "tensor", &im->tensor_index));
+    RLX_TRY(build_index(tensor_name, g, n_tensors, "tensor name", "tensor", &im->tensor_index));
     return place_tensors(g, r.pos);
 }
 

@@ -316,9 +316,17 @@ static void test_tensor_edge_cases_open(void) {
     tensor_file(&b, 0, (tensor_spec[]){{"empty", 2, {0, 8}, RLX_DTYPE_F32, 0}, {"w", 1, {8}, RLX_DTYPE_F32, 0}}, 2, 32);
     T_OK(open_all(&b));
     gb_free(&b);
+    /* Still empty when the other dims' product would overflow (llama.cpp: ggml_nelements is 0). */
+    tensor_file(&b, 0, (tensor_spec[]){{"empty", 3, {1ull << 40, 1ull << 40, 0}, RLX_DTYPE_F32, 0}}, 1, 0);
+    rlx_gguf *g = NULL;
+    if (T_OK(open_prefix(&b, b.len, &g))) {
+        T_CHECK(g->tensors[0].n_elements == 0 && g->tensors[0].nbytes == 0, "[2^40, 2^40, 0] has %" PRIu64 " elements",
+                g->tensors[0].n_elements);
+        close_with_copy(g);
+    }
+    gb_free(&b);
     /* A type rlx cannot dequantize still opens; dequantizing it is the unsupported part. */
     tensor_file(&b, 0, (tensor_spec[]){{"iq", 1, {256}, RLX_DTYPE_IQ2_XXS, 0}}, 1, 66);
-    rlx_gguf *g = NULL;
     if (T_OK(open_prefix(&b, b.len, &g))) {
         const rlx_gguf_tensor *t = &g->tensors[0];
         float out[256];
