@@ -155,7 +155,7 @@ static void report_speed(const rlx_runner *r, const progress *p, int32_t n_promp
 
 static rlx_status run(const generate_args *a) {
     rlx_runner *r = NULL;
-    RLX_TRY(rlx_status_annotate(rlx_runner_open(a->m.model, &a->m.opts, &r), "loading '%s'", a->m.model));
+    RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &r)); /* its messages name the path */
     progress p = {.t_start = rlx_cli_now()};
     rlx_status s = rlx_runner_generate(r, a->m.ids, a->m.n_ids, a->n_new, &a->sample, on_token, &p, NULL, NULL);
     double t_end = rlx_cli_now();

@@ -1,5 +1,6 @@
 /* rlx logits: the logits of a token sequence as raw little-endian float32, for validation against
  * reference implementations. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static rlx_status parse(int argc, char **argv, logits_args *a) {
 /* Byte by byte, so the file is little-endian whatever the host is. */
 static rlx_status write_f32_le(const char *path, const float *v, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f) return rlx_errorf(RLX_ERR_IO, "cannot create '%s'", path);
+    if (!f) return rlx_errorf(RLX_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
         uint32_t u;
@@ -69,7 +70,7 @@ static rlx_status write_f32_le(const char *path, const float *v, size_t n) {
 
 static rlx_status run(const logits_args *a) {
     rlx_runner *r = NULL;
-    RLX_TRY(rlx_status_annotate(rlx_runner_open(a->m.model, &a->m.opts, &r), "loading '%s'", a->m.model));
+    RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &r)); /* its messages name the path */
     size_t vocab = (size_t)rlx_runner_vocab_size(r), rows = a->all ? (size_t)a->m.n_ids : 1, n;
     rlx_status s = NULL;
     float *logits = NULL;
