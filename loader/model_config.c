@@ -209,17 +209,20 @@ static rlx_status gg_attention(const gguf_src *s, rlx_model_config *c) {
     return gg_u32(s, "attention.sliding_window", false, 0, &c->sliding_window);
 }
 
-/* RoPE scaling other than llama3's (which the converter bakes into rope_freqs) is not done. */
-static rlx_status gg_rope_scaling(const gguf_src *s) {
+/* RoPE scaling types GGUF names (none, linear, yarn, longrope) other than none are not done;
+ * llama3's scaling is baked into rope_freqs.weight by the converter. The factor and original
+ * context, when a file carries them, are kept for reference. */
+static rlx_status gg_rope_scaling(const gguf_src *s, rlx_model_config *c) {
     char key[160];
     arch_key(s, "rope.scaling.type", key, sizeof key);
     const char *type = NULL;
     rlx_status err = NULL;
-    if (!rlx_gguf_get_str(s->g, key, &type, &err)) return err;
-    if (strcmp(type, "none"))
+    if (!rlx_gguf_get_str(s->g, key, &type, &err) && err) return err;
+    if (type && strcmp(type, "none"))
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "GGUF: '%s' = '%s' is not supported (only llama3 rope_freqs)", key,
                           type);
-    return NULL;
+    RLX_TRY(gg_f32(s, "rope.scaling.factor", false, 0.0f, &c->rope_scale_factor));
+    return gg_u32(s, "rope.scaling.original_context_length", false, 0, &c->rope_orig_ctx);
 }
 
 /* Gemma 3: llama.cpp has no softmax-scale key for it and uses 1/sqrt(n_embd/n_head) for the 27B
@@ -299,7 +302,7 @@ rlx_status rlx_model_config_from_gguf(const rlx_gguf *g, rlx_model_config *out) 
         return err ? err : rlx_errorf(RLX_ERR_BAD_FILE, "GGUF: missing required key 'general.architecture'");
     RLX_TRY(rlx_family_from_gguf_arch(s.arch, &c.family));
     RLX_TRY(gg_attention(&s, &c));
-    RLX_TRY(gg_rope_scaling(&s));
+    RLX_TRY(gg_rope_scaling(&s, &c));
     RLX_TRY(gg_attn_scale(&s, &c));
     RLX_TRY(gg_layers(&s, &c));
     RLX_TRY(gg_family_extras(&s, &c));
@@ -441,8 +444,9 @@ static rlx_status hf_llama3_scaling(const hf_src *h, json_t *full, rlx_model_con
 static rlx_status hf_rope(const hf_src *h, rlx_model_config *c) {
     json_t *full = hf_rope_params(h, "full_attention");
     json_t *sliding = hf_rope_params(h, "sliding_attention");
+    /* Defaults: transformers' (Gemma3TextConfig rope_theta 1e6; the others 1e4). */
     float top_theta;
-    RLX_TRY(hf_f32(h, "rope_theta", false, 10000.0f, &top_theta));
+    RLX_TRY(hf_f32(h, "rope_theta", false, c->family == RLX_FAMILY_GEMMA3 ? 1e6f : 10000.0f, &top_theta));
     RLX_TRY(hf_f32_in(h, full, "rope_theta", top_theta, &c->rope_base));
     float local_default = c->rope_base;
     if (c->family == RLX_FAMILY_GEMMA3) RLX_TRY(hf_f32(h, "rope_local_base_freq", false, 10000.0f, &local_default));
@@ -481,7 +485,8 @@ static rlx_status hf_layer_types(const hf_src *h, json_t *types, rlx_model_confi
 }
 
 static rlx_status hf_layers(const hf_src *h, rlx_model_config *c) {
-    RLX_TRY(hf_u32(h, "sliding_window", false, 0, &c->sliding_window));
+    /* Gemma3TextConfig's default window is 4096; elsewhere a window only matters with sliding layers. */
+    RLX_TRY(hf_u32(h, "sliding_window", false, c->family == RLX_FAMILY_GEMMA3 ? 4096 : 0, &c->sliding_window));
     if (c->family == RLX_FAMILY_QWEN35) {
         RLX_TRY(hf_u32(h, "full_attention_interval", false, 4, &c->full_attention_interval));
         RLX_TRY(check_positive(h->what, "full_attention_interval", c->full_attention_interval));
@@ -547,7 +552,7 @@ static rlx_status hf_attention(const hf_src *h, rlx_model_config *c) {
     RLX_TRY(hf_bool(h, "tie_word_embeddings", gemma, &c->tied_embeddings));
     if (gemma) {
         float q;
-        RLX_TRY(hf_f32(h, "query_pre_attn_scalar", false, (float)c->head_dim, &q));
+        RLX_TRY(hf_f32(h, "query_pre_attn_scalar", false, 256.0f, &q)); /* Gemma3TextConfig default */
         if (!(q > 0.0f)) return rlx_errorf(RLX_ERR_BAD_FILE, "%s: query_pre_attn_scalar %g must be > 0", h->what, q);
         c->attn_scale = 1.0f / sqrtf(q);
     } else {

@@ -78,7 +78,9 @@ static void gemma3_defaults(void) {
                 "gemma3 text_config: family %d layers %u local base %g", c.family, c.n_layer, c.rope_base_local);
         T_CHECK(c.layer_kind[2] == RLX_LAYER_FULL_ATTENTION && c.layer_kind[3] == RLX_LAYER_SLIDING_ATTENTION,
                 "gemma3 pattern 3: layer 2 kind %d, layer 3 kind %d", c.layer_kind[2], c.layer_kind[3]);
-        T_CHECK(c.attn_scale == 0.125f, "gemma3 query_pre_attn_scalar defaults to head_dim here: %g", c.attn_scale);
+        T_CHECK(c.attn_scale == 0.0625f && c.rope_base == 1e6f,
+                "gemma3 defaults (Gemma3TextConfig): query_pre_attn_scalar 256 -> %g, rope_theta 1e6 -> %g",
+                c.attn_scale, c.rope_base);
     }
     printf("  gemma3 defaults (pattern 6, local base 1e4, 1/sqrt(query_pre_attn_scalar)) and text_config: ok\n");
 }
