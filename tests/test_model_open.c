@@ -141,39 +141,41 @@ static void gguf_cases(void) {
 typedef struct hf_tensor {
     const char *name;
     uint32_t n_dims;
-    uint64_t shape[2]; /* HF order */
+    uint64_t shape[3]; /* HF order; unused dims 0 */
 } hf_tensor;
+
+static uint64_t hf_elements(const hf_tensor *t) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) n *= t->shape[d];
+    return n;
+}
 
 /* Writes config.json and model.safetensors (all F32; element i of tensor k = k * 1000 + i). */
 static void write_hf(const char *config, const hf_tensor *t, size_t n) {
     st_write_file(tmp_path("config.json"), config, strlen(config));
-    char header[8192];
+    char header[16384];
     size_t used = (size_t)snprintf(header, sizeof header, "{");
     uint64_t off = 0;
     for (size_t k = 0; k < n; k++) {
-        uint64_t el = t[k].shape[0] * (t[k].n_dims > 1 ? t[k].shape[1] : 1);
-        if (t[k].n_dims > 1)
-            used += (size_t)snprintf(header + used, sizeof header - used,
-                                     "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
-                                     k ? "," : "", t[k].name, (unsigned long long)t[k].shape[0],
-                                     (unsigned long long)t[k].shape[1], (unsigned long long)off,
-                                     (unsigned long long)(off + el * 4));
-        else
-            used += (size_t)snprintf(header + used, sizeof header - used,
-                                     "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]}",
-                                     k ? "," : "", t[k].name, (unsigned long long)t[k].shape[0],
-                                     (unsigned long long)off, (unsigned long long)(off + el * 4));
+        uint64_t el = hf_elements(&t[k]);
+        used += (size_t)snprintf(header + used, sizeof header - used, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[",
+                                 k ? "," : "", t[k].name);
+        for (uint32_t d = 0; d < t[k].n_dims; d++)
+            used += (size_t)snprintf(header + used, sizeof header - used, "%s%llu", d ? "," : "",
+                                     (unsigned long long)t[k].shape[d]);
+        used += (size_t)snprintf(header + used, sizeof header - used, "],\"data_offsets\":[%llu,%llu]}",
+                                 (unsigned long long)off, (unsigned long long)(off + el * 4));
         off += el * 4;
     }
     snprintf(header + used, sizeof header - used, "}");
     st_image im = st_build(header, (size_t)off, UINT64_MAX);
-    float *data = (float *)(void *)(im.bytes + 8 + strlen(header));
+    uint8_t *data = im.bytes + 8 + strlen(header);
     off = 0;
     for (size_t k = 0; k < n; k++) {
-        uint64_t el = t[k].shape[0] * (t[k].n_dims > 1 ? t[k].shape[1] : 1);
+        uint64_t el = hf_elements(&t[k]);
         for (uint64_t i = 0; i < el; i++) {
             float v = (float)(k * 1000 + i);
-            memcpy((uint8_t *)data + off + i * 4, &v, 4);
+            memcpy(data + off + i * 4, &v, 4);
         }
         off += el * 4;
     }
@@ -184,13 +186,13 @@ static void write_hf(const char *config, const hf_tensor *t, size_t n) {
 /* llama: hidden 8, 2 heads / 1 KV head of 4, FFN 16, vocab 4, 1 layer, tied. */
 static const hf_tensor llama_tensors[] = {
     {"model.embed_tokens.weight", 2, {4, 8}},
-    {"model.norm.weight", 1, {8, 1}},
-    {"model.layers.0.input_layernorm.weight", 1, {8, 1}},
+    {"model.norm.weight", 1, {8}},
+    {"model.layers.0.input_layernorm.weight", 1, {8}},
     {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
     {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
     {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
     {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
-    {"model.layers.0.post_attention_layernorm.weight", 1, {8, 1}},
+    {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
     {"model.layers.0.mlp.gate_proj.weight", 2, {16, 8}},
     {"model.layers.0.mlp.up_proj.weight", 2, {16, 8}},
     {"model.layers.0.mlp.down_proj.weight", 2, {8, 16}},
@@ -238,7 +240,7 @@ static void hf_llama_cases(void) {
     expect_open_error("HF untied, no lm_head", tmp, RLX_ERR_BAD_FILE, "tensor 'output.weight' is missing");
     hf_tensor extra[N_LLAMA + 1];
     memcpy(extra, llama_tensors, sizeof llama_tensors);
-    extra[N_LLAMA] = (hf_tensor){"model.layers.0.mlp.foo.weight", 1, {8, 1}};
+    extra[N_LLAMA] = (hf_tensor){"model.layers.0.mlp.foo.weight", 1, {8}};
     write_hf(LLAMA_CONFIG("8", "true"), extra, N_LLAMA + 1);
     expect_open_error("HF unknown tensor", tmp, RLX_ERR_UNSUPPORTED,
                       "HF tensor 'model.layers.0.mlp.foo.weight': no GGUF name for 'mlp.foo.weight' in a llama model");
@@ -255,17 +257,17 @@ static void hf_llama_cases(void) {
 static void hf_gemma3_case(void) {
     const hf_tensor t[] = {
         {"model.embed_tokens.weight", 2, {4, 8}},
-        {"model.norm.weight", 1, {8, 1}},
-        {"model.layers.0.input_layernorm.weight", 1, {8, 1}},
+        {"model.norm.weight", 1, {8}},
+        {"model.layers.0.input_layernorm.weight", 1, {8}},
         {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
         {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
         {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
         {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
-        {"model.layers.0.self_attn.q_norm.weight", 1, {4, 1}},
-        {"model.layers.0.self_attn.k_norm.weight", 1, {4, 1}},
-        {"model.layers.0.post_attention_layernorm.weight", 1, {8, 1}},
-        {"model.layers.0.pre_feedforward_layernorm.weight", 1, {8, 1}},
-        {"model.layers.0.post_feedforward_layernorm.weight", 1, {8, 1}},
+        {"model.layers.0.self_attn.q_norm.weight", 1, {4}},
+        {"model.layers.0.self_attn.k_norm.weight", 1, {4}},
+        {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
+        {"model.layers.0.pre_feedforward_layernorm.weight", 1, {8}},
+        {"model.layers.0.post_feedforward_layernorm.weight", 1, {8}},
         {"model.layers.0.mlp.gate_proj.weight", 2, {16, 8}},
         {"model.layers.0.mlp.up_proj.weight", 2, {16, 8}},
         {"model.layers.0.mlp.down_proj.weight", 2, {8, 16}},
@@ -301,6 +303,96 @@ static void hf_gemma3_case(void) {
     printf("  HF gemma3: all 7 norms (q/k norms included) stored as w + 1\n");
 }
 
+/* qwen3moe: 2 experts of FFN size 4 on hidden 8. Per-expert tensors are stacked expert-major
+ * (Qwen2MoeModel: torch.stack(dim=0)); transformers 5's fused gate_up_proj [E, 2F, D] splits into
+ * gate = rows [0, F) and up = rows [F, 2F) of each expert. Element (e, r, c) of a stacked tensor
+ * is element (r, c) of expert e. */
+#define MOE_CONFIG                                                                                                 \
+    "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1, \"hidden_size\": 8, \"vocab_size\": 4,"             \
+    " \"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 4, \"max_position_embeddings\": 64,"    \
+    " \"rms_norm_eps\": 1e-6, \"num_experts\": 2, \"num_experts_per_tok\": 1, \"moe_intermediate_size\": 4,"         \
+    " \"tie_word_embeddings\": false}"
+
+static const hf_tensor moe_common[] = {
+    {"model.embed_tokens.weight", 2, {4, 8}},
+    {"lm_head.weight", 2, {4, 8}},
+    {"model.norm.weight", 1, {8}},
+    {"model.layers.0.input_layernorm.weight", 1, {8}},
+    {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
+    {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
+    {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
+    {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
+    {"model.layers.0.self_attn.q_norm.weight", 1, {4}},
+    {"model.layers.0.self_attn.k_norm.weight", 1, {4}},
+    {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
+    {"model.layers.0.mlp.gate.weight", 2, {2, 8}},
+};
+#define N_MOE_COMMON (sizeof moe_common / sizeof moe_common[0])
+
+/* Checks stacked tensor `name` ([cols, rows, 2] in GGUF order): expert e's (r, c) must be element
+ * row0(e) * cols + r * cols + c of source tensor k(e) (values k * 1000 + i). */
+static void check_stacked(const rlx_model *m, const char *name, uint64_t rows, uint64_t cols, const size_t k[2],
+                          const uint64_t row0[2]) {
+    const rlx_weight *w = rlx_model_weight(m, name);
+    T_CHECK(w && w->n_dims == 3 && w->ne[0] == cols && w->ne[1] == rows && w->ne[2] == 2,
+            "%s: expected ne [%llu, %llu, 2]", name, (unsigned long long)cols, (unsigned long long)rows);
+    if (!w || w->ne[0] != cols || w->ne[1] != rows) return;
+    const float *v = w->data;
+    uint64_t bad = 0;
+    for (uint64_t e = 0; e < 2; e++)
+        for (uint64_t i = 0; i < rows * cols; i++)
+            bad += v[e * rows * cols + i] != (float)(k[e] * 1000 + row0[e] * cols + i);
+    T_CHECK(bad == 0, "%s: %llu values not where expert stacking puts them", name, (unsigned long long)bad);
+}
+
+static void hf_moe_cases(void) {
+    hf_tensor t[N_MOE_COMMON + 6];
+    memcpy(t, moe_common, sizeof moe_common);
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    char names[6][80];
+    for (int e = 0; e < 2; e++)
+        for (int p = 0; p < 3; p++) {
+            snprintf(names[e * 3 + p], sizeof names[0], "model.layers.0.mlp.experts.%d.%s.weight", e, proj[p]);
+            t[N_MOE_COMMON + (size_t)(e * 3 + p)] =
+                (hf_tensor){names[e * 3 + p], 2, {p == 2 ? 8 : 4, p == 2 ? 4 : 8, 0}};
+        }
+    write_hf(MOE_CONFIG, t, N_MOE_COMMON + 6);
+    rlx_model *m = NULL;
+    if (T_OK(rlx_model_open(tmp, &m))) {
+        size_t k0 = N_MOE_COMMON;
+        check_stacked(m, "blk.0.ffn_gate_exps.weight", 4, 8, (size_t[2]){k0, k0 + 3}, (uint64_t[2]){0, 0});
+        check_stacked(m, "blk.0.ffn_up_exps.weight", 4, 8, (size_t[2]){k0 + 1, k0 + 4}, (uint64_t[2]){0, 0});
+        check_stacked(m, "blk.0.ffn_down_exps.weight", 8, 4, (size_t[2]){k0 + 2, k0 + 5}, (uint64_t[2]){0, 0});
+        T_CHECK(rlx_model_weight(m, "output.weight") != NULL, "untied: lm_head becomes output.weight");
+    }
+    rlx_model_close(m);
+
+    t[N_MOE_COMMON] = (hf_tensor){"model.layers.0.mlp.experts.gate_up_proj", 3, {2, 8, 8}};
+    t[N_MOE_COMMON + 1] = (hf_tensor){"model.layers.0.mlp.experts.down_proj", 3, {2, 8, 4}};
+    write_hf(MOE_CONFIG, t, N_MOE_COMMON + 2);
+    m = NULL;
+    if (T_OK(rlx_model_open(tmp, &m))) {
+        size_t k = N_MOE_COMMON;
+        /* Expert e's gate rows start at row e * 8 of the [16][8] view, its up rows 4 later. */
+        check_stacked(m, "blk.0.ffn_gate_exps.weight", 4, 8, (size_t[2]){k, k}, (uint64_t[2]){0, 8});
+        check_stacked(m, "blk.0.ffn_up_exps.weight", 4, 8, (size_t[2]){k, k}, (uint64_t[2]){4, 12});
+        check_stacked(m, "blk.0.ffn_down_exps.weight", 8, 4, (size_t[2]){k + 1, k + 1}, (uint64_t[2]){0, 8});
+    }
+    rlx_model_close(m);
+
+    write_hf(MOE_CONFIG, t, N_MOE_COMMON); /* no experts at all */
+    expect_open_error("HF MoE without experts", tmp, RLX_ERR_BAD_FILE, "tensor 'blk.0.ffn_gate_exps.weight' is missing");
+    memcpy(t, moe_common, sizeof moe_common);
+    for (int p = 0; p < 3; p++) /* expert 1 missing */
+        t[N_MOE_COMMON + (size_t)p] = (hf_tensor){names[p], 2, {p == 2 ? 8 : 4, p == 2 ? 4 : 8, 0}};
+    write_hf(MOE_CONFIG, t, N_MOE_COMMON + 3);
+    expect_open_error("HF MoE missing expert", tmp, RLX_ERR_BAD_FILE,
+                      "model.layers.0.mlp.experts.1.gate_proj.weight is missing");
+    unlink(tmp_path("config.json"));
+    unlink(tmp_path("model.safetensors"));
+    printf("  HF qwen3moe: per-expert tensors stacked, fused gate_up_proj split, missing experts reported\n");
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/rlx-model-XXXXXX");
     if (!mkdtemp(tmp)) {
@@ -310,6 +402,7 @@ int main(void) {
     gguf_cases();
     hf_llama_cases();
     hf_gemma3_case();
+    hf_moe_cases();
     rmdir(tmp);
     return t_summary("test_model_open");
 }
