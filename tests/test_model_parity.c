@@ -10,7 +10,11 @@
  * keeps in F32 (norms, router) must still match exactly.
  *
  * llama3's rope scaling parameters live only in config.json (the converter bakes them into
- * rope_freqs.weight), so those four config fields are compared only when both sources have them. */
+ * rope_freqs.weight), so those four config fields are compared only when both sources have them.
+ *
+ * Every other GGUF of the family (BF16, Q8_0, K-quants, written by llama-quantize from the same
+ * conversion) must open too, pass the shape validation, and give the same config. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +120,8 @@ static void compare_values(const char *fam, const rlx_weight *g, const rlx_weigh
         bool ok;
         if (g->type == RLX_DTYPE_F16) {
             ok = d <= fmax(ldexp(fabs((double)hv[i]), -11), ldexp(1.0, -25));
-            double rel = hv[i] != 0.0f ? d / fabs((double)hv[i]) : d;
+            /* relative error is reported over f16's normal range (|x| >= 2^-14) */
+            double rel = fabs((double)hv[i]) >= 0x1p-14 ? d / fabs((double)hv[i]) : 0.0;
             if (d > st->worst_abs) st->worst_abs = d;
             if (rel > st->worst_rel) {
                 st->worst_rel = rel;
@@ -159,9 +164,36 @@ static void compare_weights(const char *fam, const rlx_model *g, const rlx_model
         if (same_shape) compare_values(fam, gw, hw, &st);
     }
     printf("%s: %zu GGUF tensors vs %zu mapped HF tensors; %zu compared, %zu bit-exact; worst over F16-stored: "
-           "|d| %.3g, relative %.3g (%s)\n",
+           "|d| %.3g, relative %.3g in the normal range (bound 2^-11 = 4.9e-4) (%s)\n",
            fam, g->n_weights, h->n_weights, st.tensors, st.exact_tensors, st.worst_abs, st.worst_rel,
            st.worst_name ? st.worst_name : "none");
+}
+
+/* The quantized and other GGUFs of the family: open (validated) with the HF config. */
+static void other_ggufs(const family_case *fc, const rlx_model *h) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "models/%s", fc->dir);
+    DIR *d = opendir(t_fixture(rel));
+    if (!d) return;
+    struct dirent *e;
+    size_t n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".gguf") || !strcmp(e->d_name, fc->gguf)) continue;
+        snprintf(rel, sizeof rel, "models/%s/%s", fc->dir, e->d_name);
+        rlx_model *g = NULL;
+        if (T_OK(rlx_model_open(t_fixture(rel), &g))) {
+            char label[320];
+            snprintf(label, sizeof label, "%s (%s)", fc->dir, e->d_name);
+            int before = t_failures;
+            compare_config(label, &g->config, &h->config);
+            T_CHECK(g->n_weights == h->n_weights, "%s: %zu tensors, HF %zu", label, g->n_weights, h->n_weights);
+            n += t_failures == before;
+        }
+        rlx_model_close(g);
+    }
+    closedir(d);
+    printf("%s: %zu other GGUF files open with the HF config\n", fc->dir, n);
 }
 
 static void run_case(const family_case *fc) {
@@ -172,6 +204,7 @@ static void run_case(const family_case *fc) {
     if (T_OK(rlx_model_open(t_fixture(gguf_rel), &g)) && T_OK(rlx_model_open(t_fixture(hf_rel), &h))) {
         compare_config(fc->dir, &g->config, &h->config);
         compare_weights(fc->dir, g, h);
+        other_ggufs(fc, h);
         T_CHECK(rlx_model_n_params(g) == rlx_model_n_params(h), "%s: parameter counts GGUF %llu, HF %llu", fc->dir,
                 (unsigned long long)rlx_model_n_params(g), (unsigned long long)rlx_model_n_params(h));
     }
