@@ -1,0 +1,26 @@
+/* UTF-8 helpers for the tokenizers: strict decoding (RFC 3629: no overlongs, no surrogates, nothing
+ * past U+10FFFF), encoding, the replace-invalid-bytes policy, and detection of a sequence cut off
+ * at the end of a buffer (for streaming). */
+#ifndef RLX_LOADER_TOKENIZER_UTF8_H
+#define RLX_LOADER_TOKENIZER_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx/status.h"
+
+/* Length (1..4) of the well-formed sequence at s[0, n) and its code point in *cp, or 0 when s does
+ * not start with one (n == 0, invalid or truncated). */
+size_t rlx_utf8_next(const char *s, size_t n, uint32_t *cp);
+/* Writes cp (<= U+10FFFF) as UTF-8; returns its length. */
+size_t rlx_utf8_put(uint32_t cp, char out[4]);
+/* Length of the sequence a lead byte announces (1 for ASCII and for bytes that cannot lead). */
+size_t rlx_utf8_lead_len(uint8_t b);
+/* Copies s[0, n) into *out (owned, NUL-terminated, *out_len bytes) replacing every byte that does
+ * not start a well-formed sequence with U+FFFD. */
+rlx_status rlx_utf8_sanitize(const char *s, size_t n, char **out, size_t *out_len);
+/* How many bytes at the end of s[0, n) are the start of a sequence that could still be completed
+ * by more bytes (0..3). */
+size_t rlx_utf8_incomplete_tail(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,21 @@
+# Tokenizers (loader/tokenizer*.c, include/rlx/tokenizer.h) and `rlx tokenize` / `rlx detokenize`.
+# The fuzz target tests/fuzz/fuzz_tokenizer.c is picked up by fuzz.cmake.
+
+# One program, one ctest test per argument, so that a failure names the vocabulary or family.
+function(rlx_tokenizer_tests exe labels)
+  add_executable(${exe} ${exe}.c test_tokenizer_util.c)
+  target_link_libraries(${exe} PRIVATE rlx_test_util)
+  foreach(arg ${ARGN})
+    add_test(NAME ${exe}_${arg} COMMAND ${exe} ${arg})
+    set_tests_properties(${exe}_${arg} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77
+      ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  endforeach()
+endfunction()
+
+# llama.cpp's test-tokenizer-0 vectors, for every fixture vocabulary that has .inp/.out.
+rlx_tokenizer_tests(test_tokenizer_vectors "unit;parity"
+  bert-bge deepseek-coder deepseek-llm falcon gpt-2 llama-bpe llama-spm mpt phi-3 qwen2 refact starcoder)
+# HF directories (tokenizer.json, vocab.json + merges.txt, tokenizer.model) vs truth and vs GGUF.
+rlx_tokenizer_tests(test_tokenizer_hf "unit;parity" hf-qwen2 qwen3 qwen35 qwen3moe llama32 gemma3)
+
+rlx_add_test(NAME test_tokenizer_stories SOURCES test_tokenizer_stories.c test_tokenizer_util.c LABELS unit parity)
