@@ -271,7 +271,8 @@ static rlx_status run(rlx_program *p, const rlx_run_args *a) {
     if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
     RLX_TRY(check_run_args(p, a));
     rlx_cpu_backend *b = p->session->backend;
-    rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .n_past = a->n_past, .n_tokens = a->n_tokens};
+    rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .simd = b->simd, .n_past = a->n_past,
+                       .n_tokens = a->n_tokens};
     bind_storage(p, a);
     for (rlx_node i = 0; i < p->n_nodes; i++) RLX_TRY(kernels[p->nodes[i].info.op](&ex, i));
     for (int32_t o = 0; o < p->n_outputs; o++) {
@@ -313,6 +314,7 @@ rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out) {
     b->base.ops = &cpu_ops;
     b->base.name = "cpu";
     b->n_threads = n_threads;
+    b->simd = rlx_cpu_simd_select();
     rlx_status st = rlx_thread_pool_create(n_threads, &b->pool);
     if (st) {
         free(b);

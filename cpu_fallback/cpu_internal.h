@@ -10,10 +10,23 @@
 #include "cpu_fallback/thread_pool.h"
 #include "ir/backend.h"
 
+/* The vectorised inner loops (cpu_simd.c), one variant per instruction set. */
+typedef struct rlx_cpu_simd {
+    const char *name;
+    /* sum of a[k] * b[k] in a fixed order (bitwise reproducible on one machine) */
+    float (*dot)(const float *restrict a, const float *restrict b, int64_t n);
+    /* y += alpha * x */
+    void (*axpy)(float *restrict y, float alpha, const float *restrict x, int64_t n);
+} rlx_cpu_simd;
+
+/* The best variant this CPU runs. */
+const rlx_cpu_simd *rlx_cpu_simd_select(void);
+
 typedef struct rlx_cpu_backend {
     rlx_backend base;
-    rlx_thread_pool *pool; /* owned */
+    rlx_thread_pool *pool;     /* owned */
     int n_threads;
+    const rlx_cpu_simd *simd;  /* static table */
 } rlx_cpu_backend;
 
 struct rlx_session {
@@ -70,6 +83,7 @@ typedef struct rlx_cpu_exec {
     rlx_program *p;
     rlx_thread_pool *pool; /* borrowed from the backend */
     int n_threads;
+    const rlx_cpu_simd *simd;
     int32_t n_past, n_tokens;
 } rlx_cpu_exec;
 
@@ -110,8 +124,6 @@ rlx_cpu_matrix rlx_cpu_matrix_of(const rlx_cpu_exec *ex, rlx_node i, int slot, i
 void rlx_cpu_matmul(const rlx_cpu_exec *ex, const float *x, int64_t n, const rlx_cpu_matrix *w, float *y);
 /* Per-thread scratch (floats) rlx_cpu_matmul needs for rows of `cols` elements. */
 size_t rlx_cpu_matmul_scratch(int64_t cols);
-/* Dot product with a fixed reduction order (bitwise reproducible), written for vectorisation. */
-float rlx_cpu_dot(const float *restrict a, const float *restrict b, int64_t n);
 
 /* Program planning (cpu_plan.c): token rows, storage, arena and scratch sizes. */
 rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);

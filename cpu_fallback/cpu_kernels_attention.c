@@ -37,6 +37,7 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
     const attention_job *j = ctx;
     float *scores = cpu_scratch(j->ex, tid), *acc = scores + j->t_len;
     int64_t group = j->n_head / j->n_head_kv;
+    const rlx_cpu_simd *simd = j->ex->simd;
     for (int64_t item = begin; item < end; item++) {
         int64_t row = item / j->n_head, h = item % j->n_head, hk = h / group;
         int64_t pos = (int64_t)j->ex->n_past + row;
@@ -50,7 +51,7 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
         }
         float mx = -INFINITY;
         for (int64_t t = lo; t <= hi; t++) {
-            float s = j->scale * rlx_cpu_dot(q, j->k + (t * j->n_head_kv + hk) * j->dk, j->dk);
+            float s = j->scale * simd->dot(q, j->k + (t * j->n_head_kv + hk) * j->dk, j->dk);
             scores[t - lo] = s;
             if (s > mx) mx = s;
         }
@@ -59,8 +60,7 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
         for (int64_t t = lo; t <= hi; t++) {
             float e = expf(scores[t - lo] - mx);
             sum += e;
-            const float *v = j->v + (t * j->n_head_kv + hk) * j->dv;
-            for (int64_t d = 0; d < j->dv; d++) acc[d] += e * v[d];
+            simd->axpy(acc, e, j->v + (t * j->n_head_kv + hk) * j->dv, j->dv);
         }
         float inv = (float)(1.0 / sum);
         for (int64_t d = 0; d < j->dv; d++) out[d] = acc[d] * inv;

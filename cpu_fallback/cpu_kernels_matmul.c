@@ -1,44 +1,14 @@
 /* MATMUL: y = x @ w^T with w in any dequantizable type. Work is split over output columns (rows of
  * w) in tiles: a tile of w is dequantized once into the thread's scratch and reused for every row of
  * x, so prefill pays for dequantization once per weight row, and a whole weight is never expanded.
- * Each output element is one rlx_cpu_dot with a fixed order, so results are bitwise identical for
+ * Each output element is one simd->dot with a fixed order, so results are bitwise identical for
  * any thread count. */
-#include <string.h>
-
 #include "cpu_fallback/cpu_internal.h"
 #include "loader/dequant.h"
 
 /* Bytes of dequantized weight rows a tile holds: about an L1 data cache. */
 #define TILE_BYTES (32 * 1024)
 #define TILE_MAX_ROWS 64
-
-/* GCC/Clang vector extension: eight f32 lanes, lowered to whatever SIMD the target has. */
-typedef float v8f __attribute__((vector_size(32)));
-
-float rlx_cpu_dot(const float *restrict a, const float *restrict b, int64_t n) {
-    v8f s0 = {0}, s1 = {0};
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) {
-        v8f a0, a1, b0, b1;
-        memcpy(&a0, a + k, sizeof a0);
-        memcpy(&a1, a + k + 8, sizeof a1);
-        memcpy(&b0, b + k, sizeof b0);
-        memcpy(&b1, b + k + 8, sizeof b1);
-        s0 += a0 * b0;
-        s1 += a1 * b1;
-    }
-    if (k + 8 <= n) {
-        v8f a0, b0;
-        memcpy(&a0, a + k, sizeof a0);
-        memcpy(&b0, b + k, sizeof b0);
-        s0 += a0 * b0;
-        k += 8;
-    }
-    s0 += s1;
-    float s = ((s0[0] + s0[4]) + (s0[1] + s0[5])) + ((s0[2] + s0[6]) + (s0[3] + s0[7]));
-    for (; k < n; k++) s += a[k] * b[k];
-    return s;
-}
 
 static int64_t tile_rows(int64_t cols) {
     int64_t t = TILE_BYTES / (int64_t)sizeof(float) / (cols > 0 ? cols : 1);
@@ -79,6 +49,7 @@ static void matmul_task(void *ctx, int64_t m0, int64_t m1, int tid) {
     const rlx_cpu_matrix *w = j->w;
     int64_t k = w->cols, m_total = w->rows;
     float *scratch = cpu_scratch(j->ex, tid);
+    float (*dot)(const float *restrict, const float *restrict, int64_t) = j->ex->simd->dot;
     for (int64_t mb = m0; mb < m1; mb += j->tile) {
         int64_t mt = m1 - mb < j->tile ? m1 - mb : j->tile;
         const float *rows;
@@ -92,7 +63,7 @@ static void matmul_task(void *ctx, int64_t m0, int64_t m1, int tid) {
         for (int64_t i = 0; i < j->n; i++) {
             const float *xi = j->x + i * k;
             float *yi = j->y + i * m_total + mb;
-            for (int64_t r = 0; r < mt; r++) yi[r] = rlx_cpu_dot(xi, rows + r * k, k);
+            for (int64_t r = 0; r < mt; r++) yi[r] = dot(xi, rows + r * k, k);
         }
     }
 }
