@@ -4,7 +4,8 @@
  *   - q/k RMSNorm per head before RoPE;
  *   - norms after attention and after the FFN (post_attention_norm, post_ffw_norm), before the
  *     residual add, besides the usual pre-norms (attn_norm, ffn_norm);
- *   - sliding-window layers with their own RoPE base (rope_base_local); global layers use rope_base;
+ *   - sliding-window layers with their own RoPE base (rope_base_local); global layers use rope_base
+ *     (the linear position scaling of the larger checkpoints is refused by the loader);
  *   - softmax scale 1/sqrt(query_pre_attn_scalar) (cfg.attn_scale);
  *   - a GELU-tanh gated FFN. */
 #include "runners/graph_util.h"
@@ -28,11 +29,6 @@ static rlx_node attention_block(rlx_fwd *f, int32_t il, rlx_node h) {
 static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
-    /* Larger Gemma 3 checkpoints scale global-layer positions linearly; ROPE has no such attribute
-     * yet, and a silent mismatch would be worse than a refusal. */
-    if (c->rope_scale_factor > 1.0f && !c->has_rope_freqs && !f->err)
-        f->err = rlx_errorf(RLX_ERR_UNSUPPORTED, "gemma3: linear RoPE scaling (factor %g) is not supported yet",
-                            (double)c->rope_scale_factor);
     rlx_node h = rlx_rms_norm(g, x, rlx_fwd_layer_weight(f, il, "attn_norm"), c->rms_eps);
     h = attention_block(f, il, h);
     h = rlx_rms_norm(g, h, rlx_fwd_layer_weight(f, il, "post_attention_norm"), c->rms_eps);

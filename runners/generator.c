@@ -44,8 +44,10 @@ static int ceil_log2(int32_t n) {
     return k;
 }
 
+/* Buckets exist so that programs are reused; without the prefill cache nothing is reused, and the
+ * exact length saves the padding rows. */
 static int32_t seq_rows(const rlx_generator *g, int32_t n) {
-    return g->opts.no_buckets ? n : pow2_bucket(n, g->opts.n_ctx);
+    return g->opts.no_buckets || g->opts.no_prefill_cache ? n : pow2_bucket(n, g->opts.n_ctx);
 }
 
 static rlx_status compile_graph(rlx_generator *g, rlx_graph *graph, rlx_program **out) {

@@ -9,8 +9,9 @@
  *     and dropped, since each past length is used once.
  *   - naive (no_kv_cache): the session has no KV cache; every step runs a no-cache prefill graph over
  *     the whole history.
- * Prefill programs are kept in an LRU keyed by (kind, rows) of RLX_PREFILL_CACHE_SIZE entries, or
- * compiled per call when no_prefill_cache is set.
+ * Prefill programs are kept in an LRU keyed by (kind, rows) of RLX_PREFILL_CACHE_SIZE entries, or,
+ * when no_prefill_cache is set, compiled per call for the exact length (nothing would reuse a
+ * bucket).
  *
  * Callers validate token ids; the generator checks lengths against n_ctx. */
 #ifndef RLX_RUNNERS_GENERATOR_H

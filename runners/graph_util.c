@@ -118,7 +118,8 @@ static void build_body(rlx_fwd *f, bool last_row, rlx_layer_fn layer) {
     rlx_node ids = rlx_input(g, "ids", RLX_DTYPE_I32, rlx_shape_make(1, &rows));
     rlx_node table = rlx_fwd_weight(f, "token_embd.weight");
     rlx_node x = rlx_embed(g, table, ids);
-    /* gemma3 multiplies by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding); 1 elsewhere */
+    /* gemma3 multiplies by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding); 1 elsewhere. HF rounds
+     * the factor to the weights' dtype first; the references (float64) and llama.cpp use it exact. */
     if (c->embd_scale != 0.0f && c->embd_scale != 1.0f) x = rlx_scale(g, x, c->embd_scale);
     for (uint32_t il = 0; il < c->n_layer && !f->err; il++) x = layer(f, (int32_t)il, x);
     /* Per-row ops from here on, so only the row whose logits are wanted needs them. */
