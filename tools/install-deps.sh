@@ -4,7 +4,9 @@ set -euo pipefail
 PKGS=(
   cmake ninja-build pkg-config gcc libc6-dev   # build
   libjansson-dev                               # JSON: config.json, safetensors headers, tests' references
+  libpcre2-dev libutf8proc-dev                 # tokenizers: pre-tokenizer regexes, Unicode normalization
   clang libclang-rt-14-dev                     # libFuzzer targets (RLX_FUZZ=ON)
+  jq                                           # shell tests check `rlx inspect --json`
 )
 missing=()
 for p in "${PKGS[@]}"; do
