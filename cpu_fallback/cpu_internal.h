@@ -13,10 +13,13 @@
 /* The vectorised inner loops (cpu_simd.c), one variant per instruction set. */
 typedef struct rlx_cpu_simd {
     const char *name;
-    /* sum of a[k] * b[k] in a fixed order (bitwise reproducible on one machine) */
-    float (*dot)(const float *restrict a, const float *restrict b, int64_t n);
-    /* y += alpha * x */
-    void (*axpy)(float *restrict y, float alpha, const float *restrict x, int64_t n);
+    /* y[r] = sum_c x[c] * m[r * stride + c] for r < rows, c < n; each sum in a fixed order
+     * (bitwise reproducible on one machine) */
+    void (*gemv)(float *restrict y, const float *restrict x, const float *restrict m, int64_t stride, int64_t rows,
+                 int64_t n);
+    /* y[c] += sum_r w[r] * m[r * stride + c] for c < n, rows added in order */
+    void (*gemv_t)(float *restrict y, const float *restrict w, const float *restrict m, int64_t stride, int64_t rows,
+                   int64_t n);
 } rlx_cpu_simd;
 
 /* The best variant this CPU runs. */

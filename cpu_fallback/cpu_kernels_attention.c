@@ -49,19 +49,23 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
             memset(out, 0, (size_t)j->dv * sizeof(float));
             continue;
         }
+        int64_t kv_stride = j->n_head_kv * j->dk, n_keys = hi - lo + 1;
+        simd->gemv(scores, q, j->k + (lo * j->n_head_kv + hk) * j->dk, kv_stride, n_keys, j->dk);
         float mx = -INFINITY;
-        for (int64_t t = lo; t <= hi; t++) {
-            float s = j->scale * simd->dot(q, j->k + (t * j->n_head_kv + hk) * j->dk, j->dk);
-            scores[t - lo] = s;
-            if (s > mx) mx = s;
+        for (int64_t t = 0; t < n_keys; t++) {
+            scores[t] *= j->scale;
+            mx = scores[t] > mx ? scores[t] : mx;
         }
         double sum = 0.0;
-        memset(acc, 0, (size_t)j->dv * sizeof(float));
-        for (int64_t t = lo; t <= hi; t++) {
-            float e = expf(scores[t - lo] - mx);
-            sum += e;
-            simd->axpy(acc, e, j->v + (t * j->n_head_kv + hk) * j->dv, j->dv);
+        for (int64_t t = 0; t < n_keys; t++) {
+            /* below -88, exp is under 2^-126: it cannot change a sum that holds the maximum's 1,
+             * and libm's underflow path (errno) is slow */
+            float d = scores[t] - mx;
+            scores[t] = d < -88.0f ? 0.0f : expf(d);
+            sum += scores[t];
         }
+        memset(acc, 0, (size_t)j->dv * sizeof(float));
+        simd->gemv_t(acc, scores, j->v + (lo * j->n_head_kv + hk) * j->dv, j->n_head_kv * j->dv, n_keys, j->dv);
         float inv = (float)(1.0 / sum);
         for (int64_t d = 0; d < j->dv; d++) out[d] = acc[d] * inv;
     }

@@ -1,7 +1,7 @@
 /* MATMUL: y = x @ w^T with w in any dequantizable type. Work is split over output columns (rows of
  * w) in tiles: a tile of w is dequantized once into the thread's scratch and reused for every row of
  * x, so prefill pays for dequantization once per weight row, and a whole weight is never expanded.
- * Each output element is one simd->dot with a fixed order, so results are bitwise identical for
+ * Each output element is one dot product with a fixed order (simd->gemv), so results are bitwise identical for
  * any thread count. */
 #include "cpu_fallback/cpu_internal.h"
 #include "loader/dequant.h"
@@ -49,7 +49,6 @@ static void matmul_task(void *ctx, int64_t m0, int64_t m1, int tid) {
     const rlx_cpu_matrix *w = j->w;
     int64_t k = w->cols, m_total = w->rows;
     float *scratch = cpu_scratch(j->ex, tid);
-    float (*dot)(const float *restrict, const float *restrict, int64_t) = j->ex->simd->dot;
     for (int64_t mb = m0; mb < m1; mb += j->tile) {
         int64_t mt = m1 - mb < j->tile ? m1 - mb : j->tile;
         const float *rows;
@@ -60,11 +59,7 @@ static void matmul_task(void *ctx, int64_t m0, int64_t m1, int tid) {
                 rlx_dequantize(w->dtype, w->data + (size_t)(mb + r) * w->row_bytes, scratch + r * k, (uint64_t)k);
             rows = scratch;
         }
-        for (int64_t i = 0; i < j->n; i++) {
-            const float *xi = j->x + i * k;
-            float *yi = j->y + i * m_total + mb;
-            for (int64_t r = 0; r < mt; r++) yi[r] = dot(xi, rows + r * k, k);
-        }
+        for (int64_t i = 0; i < j->n; i++) j->ex->simd->gemv(j->y + i * m_total + mb, j->x + i * k, rows, k, mt, k);
     }
 }
 

@@ -1,16 +1,16 @@
-/* The CPU backend's inner loops: dot product and axpy, written with GCC/Clang vector extensions
- * so they vectorise at -O2 without -ffast-math. Each variant has a fixed reduction order, so a
- * result never depends on the thread count; the variant is picked once per backend from the CPU
- * (AVX2 when present, else the baseline with 128-bit vectors every x86-64 and arm64 CPU has). */
+/* The CPU backend's inner loops, written with GCC/Clang vector extensions so they vectorise at -O2
+ * without -ffast-math: gemv (many dot products against one vector) and its transpose (a weighted
+ * sum of rows). Each variant has a fixed reduction order, so a result never depends on the thread
+ * count; the variant is picked once per backend from the CPU (AVX2 when present, else a baseline
+ * of 128-bit vectors, which every x86-64 and arm64 CPU has). Whole loops live here, not single
+ * dot products, so short rows (a head size of 8) do not pay a call each. */
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
 
 typedef float v4f __attribute__((vector_size(16)));
 
-static float sum4(v4f s) { return (s[0] + s[2]) + (s[1] + s[3]); }
-
-static float dot_base(const float *restrict a, const float *restrict b, int64_t n) {
+static inline float dot_base(const float *restrict a, const float *restrict b, int64_t n) {
     v4f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) {
@@ -34,12 +34,13 @@ static float dot_base(const float *restrict a, const float *restrict b, int64_t 
         memcpy(&b0, b + k, 16);
         s0 += a0 * b0;
     }
-    float s = sum4((s0 + s1) + (s2 + s3));
+    v4f t = (s0 + s1) + (s2 + s3);
+    float s = (t[0] + t[2]) + (t[1] + t[3]);
     for (; k < n; k++) s += a[k] * b[k];
     return s;
 }
 
-static void axpy_base(float *restrict y, float alpha, const float *restrict x, int64_t n) {
+static inline void axpy_base(float *restrict y, float alpha, const float *restrict x, int64_t n) {
     int64_t k = 0;
     v4f va = {alpha, alpha, alpha, alpha};
     for (; k + 4 <= n; k += 4) {
@@ -52,12 +53,24 @@ static void axpy_base(float *restrict y, float alpha, const float *restrict x, i
     for (; k < n; k++) y[k] += alpha * x[k];
 }
 
-static const rlx_cpu_simd simd_base = {"base", dot_base, axpy_base};
+static void gemv_base(float *restrict y, const float *restrict x, const float *restrict m, int64_t stride,
+                      int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) y[r] = dot_base(x, m + r * stride, n);
+}
+
+static void gemv_t_base(float *restrict y, const float *restrict w, const float *restrict m, int64_t stride,
+                        int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) axpy_base(y, w[r], m + r * stride, n);
+}
+
+static const rlx_cpu_simd simd_base = {"base", gemv_base, gemv_t_base};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 typedef float v8f __attribute__((vector_size(32)));
 
-__attribute__((target("avx2"))) static float dot_avx2(const float *restrict a, const float *restrict b, int64_t n) {
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static inline float dot_avx2(const float *restrict a, const float *restrict b, int64_t n) {
     v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) {
@@ -87,8 +100,7 @@ __attribute__((target("avx2"))) static float dot_avx2(const float *restrict a, c
     return s;
 }
 
-__attribute__((target("avx2"))) static void axpy_avx2(float *restrict y, float alpha, const float *restrict x,
-                                                     int64_t n) {
+AVX2 static inline void axpy_avx2(float *restrict y, float alpha, const float *restrict x, int64_t n) {
     int64_t k = 0;
     v8f va = {alpha, alpha, alpha, alpha, alpha, alpha, alpha, alpha};
     for (; k + 8 <= n; k += 8) {
@@ -101,7 +113,17 @@ __attribute__((target("avx2"))) static void axpy_avx2(float *restrict y, float a
     for (; k < n; k++) y[k] += alpha * x[k];
 }
 
-static const rlx_cpu_simd simd_avx2 = {"avx2", dot_avx2, axpy_avx2};
+AVX2 static void gemv_avx2(float *restrict y, const float *restrict x, const float *restrict m, int64_t stride,
+                           int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) y[r] = dot_avx2(x, m + r * stride, n);
+}
+
+AVX2 static void gemv_t_avx2(float *restrict y, const float *restrict w, const float *restrict m, int64_t stride,
+                             int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) axpy_avx2(y, w[r], m + r * stride, n);
+}
+
+static const rlx_cpu_simd simd_avx2 = {"avx2", gemv_avx2, gemv_t_avx2};
 #endif
 
 const rlx_cpu_simd *rlx_cpu_simd_select(void) {
