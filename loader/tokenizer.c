@@ -188,6 +188,7 @@ static rlx_status describe(rlx_tokenizer *t) {
     int n = snprintf(buf, sizeof buf, "%s", kind);
     if (t->kind == RLX_TOKENIZER_BPE)
         n += snprintf(buf + n, sizeof buf - (size_t)n, ", pre-tokenizer %s", t->pretok.name ? t->pretok.name : "none");
+    if (t->nfc) n += snprintf(buf + n, sizeof buf - (size_t)n, ", NFC");
     n += snprintf(buf + n, sizeof buf - (size_t)n, ", %" PRIu32 " tokens", t->vocab.n);
     if (t->kind == RLX_TOKENIZER_BPE) snprintf(buf + n, sizeof buf - (size_t)n, ", %" PRIu32 " merges", t->merges.n);
     t->description = strdup(buf);

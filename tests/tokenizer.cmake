@@ -19,3 +19,9 @@ rlx_tokenizer_tests(test_tokenizer_vectors "unit;parity"
 rlx_tokenizer_tests(test_tokenizer_hf "unit;parity" hf-qwen2 qwen3 qwen35 qwen3moe llama32 gemma3)
 
 rlx_add_test(NAME test_tokenizer_stories SOURCES test_tokenizer_stories.c test_tokenizer_util.c LABELS unit parity)
+# decode(encode(x)) == x and streaming == whole decode, for every lossless vocabulary (not bert).
+rlx_tokenizer_tests(test_tokenizer_roundtrip "unit"
+  deepseek-coder deepseek-llm falcon gpt-2 llama-bpe llama-spm mpt phi-3 qwen2 refact starcoder hf-qwen2
+  stories260K qwen3-gguf qwen3-hf llama32-gguf llama32-hf gemma3-gguf gemma3-hf)
+rlx_add_test(NAME test_tokenizer_unit SOURCES test_tokenizer_unit.c test_tokenizer_util.c gguf_builder.c LABELS unit)
+rlx_add_script_test(NAME cli_tokenize SCRIPT cli_tokenize.sh LABELS e2e)

@@ -5,5 +5,7 @@
 int rlx_cmd_inspect(int argc, char **argv);
 int rlx_cmd_logits(int argc, char **argv);
 int rlx_cmd_generate(int argc, char **argv);
+int rlx_cmd_tokenize(int argc, char **argv);
+int rlx_cmd_detokenize(int argc, char **argv);
 
 #endif

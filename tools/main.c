@@ -14,6 +14,8 @@ static const command commands[] = {
     {"inspect", rlx_cmd_inspect, "describe a GGUF file or HF model directory (tensors, config, tokenizer)"},
     {"logits", rlx_cmd_logits, "write the logits of a token sequence as raw float32 (validation)"},
     {"generate", rlx_cmd_generate, "continue a prompt of token ids; prints the generated ids"},
+    {"tokenize", rlx_cmd_tokenize, "text to token ids with a model's tokenizer"},
+    {"detokenize", rlx_cmd_detokenize, "token ids to text with a model's tokenizer"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,219 @@
+/* rlx tokenize: text -> token ids with a model's tokenizer; rlx detokenize: ids -> text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "loader/tokenizer_utf8.h"
+#include "rlx/tokenizer.h"
+
+#define MODEL_HELP                                                                                 \
+    "  -m, --model PATH     a GGUF file, an HF model directory, a tokenizer.json or a\n"              \
+    "                       SentencePiece tokenizer.model\n"
+
+static void tokenize_usage(FILE *f) {
+    fprintf(f,
+            "usage: rlx tokenize -m PATH [--no-bos] [--special] [--ids] (-p TEXT | -f FILE)\n"
+            "\n"
+            "Tokenizes the text with the model's tokenizer and prints one token per line: its id and\n"
+            "the text it stands for, quoted, with control characters escaped. With --ids it prints the\n"
+            "ids only, as [1, 2, 3]. The BOS (and EOS) that the vocabulary adds to a text are included\n"
+            "unless --no-bos. Invalid UTF-8 in the text is replaced by U+FFFD, one per bad byte, and\n"
+            "counted in a warning on stderr.\n"
+            "\n"
+            "options:\n" MODEL_HELP
+            "  -p, --prompt TEXT    the text\n"
+            "  -f, --file FILE      read the text from FILE ('-': standard input)\n"
+            "  --no-bos             add nothing around the text\n"
+            "  --special            recognise control tokens written in the text (<|im_start|>, <s>);\n"
+            "                       without it their text is tokenized like any other\n"
+            "  --ids                print only the list of ids\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "exit status: 0 on success, 1 when the tokenizer or the file cannot be read, 2 on bad\n"
+            "arguments.\n");
+}
+
+static void detokenize_usage(FILE *f) {
+    fprintf(f,
+            "usage: rlx detokenize -m PATH [--special] IDS\n"
+            "\n"
+            "Prints the text of the comma-separated token ids (e.g. 1,403,407) exactly as the tokenizer\n"
+            "decodes them, with no newline added. A leading BOS and the space a SentencePiece vocabulary\n"
+            "puts before the first word are not printed.\n"
+            "\n"
+            "options:\n" MODEL_HELP
+            "  --special            print control tokens (<s>, <|im_end|>) as their text\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "exit status: 0 on success, 1 when the tokenizer cannot be read or an id is outside the\n"
+            "vocabulary, 2 on bad arguments.\n");
+}
+
+typedef struct {
+    const char *model, *prompt, *file, *ids; /* borrowed from argv */
+    bool no_bos, special, print_ids, help;
+} tok_args;
+
+static rlx_status parse(int argc, char **argv, bool detok, tok_args *a) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (rlx_cli_is(arg, "-m", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-m", &a->model));
+        else if (rlx_cli_is(arg, "--model", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--model", &a->model));
+        else if (!detok && rlx_cli_is(arg, "-p", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-p", &a->prompt));
+        else if (!detok && rlx_cli_is(arg, "--prompt", true))
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--prompt", &a->prompt));
+        else if (!detok && rlx_cli_is(arg, "-f", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-f", &a->file));
+        else if (!detok && rlx_cli_is(arg, "--file", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--file", &a->file));
+        else if (!detok && !strcmp(arg, "--no-bos")) a->no_bos = true;
+        else if (!detok && !strcmp(arg, "--ids")) a->print_ids = true;
+        else if (!strcmp(arg, "--special")) a->special = true;
+        else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) a->help = true;
+        else if (detok && arg[0] != '-' && !a->ids) a->ids = arg;
+        else return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option or extra argument '%s'", arg);
+    }
+    if (a->help) return NULL;
+    if (!a->model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (the model or tokenizer)");
+    if (detok && !a->ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing the token ids, e.g. 1,403,407");
+    if (!detok && !a->prompt == !a->file)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give the text with exactly one of -p TEXT or -f FILE");
+    return NULL;
+}
+
+static rlx_status read_all(const char *path, char **data, size_t *len) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return rlx_errorf(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *p = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!p) free(buf);
+            buf = p;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f);
+    if (f != stdin) fclose(f);
+    if (!buf) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "'%s': out of memory reading the text", path);
+    if (failed) {
+        free(buf);
+        return rlx_errorf(RLX_ERR_IO, "read error on '%s'", path);
+    }
+    *data = buf;
+    *len = n;
+    return NULL;
+}
+
+static size_t count_invalid_bytes(const char *s, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = rlx_utf8_next(s + i, n - i, &cp);
+        if (!k) bad++;
+        i += k ? k : 1;
+    }
+    return bad;
+}
+
+/* The bytes of one token, quoted, with control characters and bytes that are not UTF-8 escaped. */
+static void print_piece(const char *p, size_t n) {
+    putchar('\'');
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = rlx_utf8_next(p + i, n - i, &cp);
+        unsigned char c = (unsigned char)p[i];
+        if (k == 1 && c == '\n') fputs("\\n", stdout);
+        else if (k == 1 && c == '\t') fputs("\\t", stdout);
+        else if (k == 1 && c == '\r') fputs("\\r", stdout);
+        else if (k == 1 && c == '\\') fputs("\\\\", stdout);
+        else if (k == 1 && c == '\'') fputs("\\'", stdout);
+        else if (k == 0 || c < 0x20 || c == 0x7F) printf("\\x%02x", c);
+        else fwrite(p + i, 1, k, stdout);
+        i += k ? k : 1;
+    }
+    putchar('\'');
+}
+
+static rlx_status print_tokens(const rlx_tokenizer *t, const int32_t *ids, size_t n, bool only_ids) {
+    if (only_ids) {
+        putchar('[');
+        for (size_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
+        puts("]");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *text;
+        size_t len;
+        RLX_TRY(rlx_tokenizer_decode(t, &ids[i], 1, RLX_DECODE_SPECIAL | RLX_DECODE_CONTINUE, &text, &len));
+        printf("%6d -> ", ids[i]);
+        print_piece(text, len);
+        putchar('\n');
+        free(text);
+    }
+    return NULL;
+}
+
+static rlx_status tokenize(const tok_args *a) {
+    char *text = NULL;
+    size_t len = 0;
+    if (a->file) RLX_TRY(read_all(a->file, &text, &len));
+    const char *src = a->file ? text : a->prompt;
+    if (!a->file) len = strlen(a->prompt);
+    size_t bad = count_invalid_bytes(src, len);
+    if (bad) fprintf(stderr, "rlx tokenize: warning: %zu byte(s) of invalid UTF-8 replaced by U+FFFD\n", bad);
+    rlx_tokenizer *t = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    unsigned flags = (a->no_bos ? 0 : RLX_ENCODE_ADD_SPECIAL) | (a->special ? RLX_ENCODE_PARSE_SPECIAL : 0);
+    rlx_status s = rlx_tokenizer_open(a->model, &t);
+    if (!s) s = rlx_tokenizer_encode(t, src, len, flags, &ids, &n);
+    if (!s) s = print_tokens(t, ids, n, a->print_ids);
+    free(ids);
+    free(text);
+    rlx_tokenizer_close(t);
+    return s;
+}
+
+static rlx_status detokenize(const tok_args *a, const int32_t *ids, int32_t n) {
+    rlx_tokenizer *t = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    rlx_status s = rlx_tokenizer_open(a->model, &t);
+    if (!s) s = rlx_tokenizer_decode(t, ids, (size_t)n, a->special ? RLX_DECODE_SPECIAL : 0, &text, &len);
+    if (!s) fwrite(text, 1, len, stdout);
+    free(text);
+    rlx_tokenizer_close(t);
+    return s;
+}
+
+int rlx_cmd_tokenize(int argc, char **argv) {
+    tok_args a = {0};
+    rlx_status s = parse(argc, argv, false, &a);
+    if (s) return rlx_cli_fail("tokenize", s, true);
+    if (a.help) {
+        tokenize_usage(stdout);
+        return RLX_EXIT_OK;
+    }
+    s = tokenize(&a);
+    return s ? rlx_cli_fail("tokenize", s, false) : RLX_EXIT_OK;
+}
+
+int rlx_cmd_detokenize(int argc, char **argv) {
+    tok_args a = {0};
+    rlx_status s = parse(argc, argv, true, &a);
+    if (s) return rlx_cli_fail("detokenize", s, true);
+    if (a.help) {
+        detokenize_usage(stdout);
+        return RLX_EXIT_OK;
+    }
+    int32_t *ids = NULL, n = 0;
+    s = rlx_cli_parse_ids("IDS", a.ids, &ids, &n);
+    if (s) return rlx_cli_fail("detokenize", s, true);
+    s = detokenize(&a, ids, n);
+    free(ids);
+    return s ? rlx_cli_fail("detokenize", s, false) : RLX_EXIT_OK;
+}
