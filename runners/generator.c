@@ -189,6 +189,10 @@ rlx_status rlx_generator_logits(rlx_generator *g, const int32_t *ids, int32_t n,
     return run_prefill(g, all_rows ? RLX_PREFILL_NAIVE_ALL : RLX_PREFILL_NAIVE_LAST, ids, n, out);
 }
 
+void rlx_generator_truncate(rlx_generator *g, int32_t n) {
+    if (n >= 0 && n < g->n_past) g->n_past = n;
+}
+
 int32_t rlx_generator_n_past(const rlx_generator *g) {
     return g->n_past;
 }

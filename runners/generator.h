@@ -53,6 +53,10 @@ rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits);
  * nor the generation state. all_rows: n * n_vocab floats, row-major; else the last row's n_vocab. */
 rlx_status rlx_generator_logits(rlx_generator *g, const int32_t *ids, int32_t n, bool all_rows, float *out);
 
+/* Forgets every token past the first n (n <= n_past): their K/V rows are simply never read again,
+ * and the next decode overwrites them. Lets a conversation keep its common prefix. */
+void rlx_generator_truncate(rlx_generator *g, int32_t n);
+
 int32_t rlx_generator_n_past(const rlx_generator *g);
 int32_t rlx_generator_n_ctx(const rlx_generator *g);
 /* The tokens of the state, n_past of them; borrowed, valid until the next prefill/decode. */

@@ -159,10 +159,7 @@ static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c
     }
 }
 
-rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
-                               const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
-                               int32_t *out_ids, int32_t *n_out) {
-    if (n_out) *n_out = 0;
+static rlx_status check_generate(const rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new) {
     RLX_TRY(check_ids(r, ids, n, "prompt"));
     if (n_new < 1) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "n_new must be >= 1 (got %d)", (int)n_new);
     /* Checked up front, so a run is never cut short by the context: prompt and output must fit. */
@@ -171,15 +168,52 @@ rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "prompt of %d tokens + n_new %d = %lld tokens exceed the context of %d tokens", (int)n,
                           (int)n_new, (long long)n + n_new, (int)n_ctx);
+    return NULL;
+}
+
+/* Brings the state to ids[0..n) and r->logits to the logits after ids[n - 1]: a full prefill, or,
+ * when `reuse`, only the steps past the longest prefix the state already holds. */
+static rlx_status seed_state(rlx_runner *r, const int32_t *ids, int32_t n, bool reuse) {
+    int32_t keep = 0;
+    if (reuse) {
+        const int32_t *held = rlx_generator_history(r->gen);
+        int32_t n_held = rlx_generator_n_past(r->gen);
+        while (keep < n_held && keep < n && held[keep] == ids[keep]) keep++;
+        /* the logits of ids[n - 1] are needed, so at least that token runs */
+        if (keep == n) keep = n - 1;
+    }
+    if (keep == 0) return rlx_generator_prefill(r->gen, ids, n, r->logits);
+    rlx_generator_truncate(r->gen, keep);
+    for (int32_t i = keep; i < n; i++) RLX_TRY(rlx_generator_decode(r->gen, ids[i], r->logits));
+    return NULL;
+}
+
+static rlx_status generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new, bool reuse,
+                           const rlx_sample_opts *sample, rlx_token_callback on_token, void *user, int32_t *out_ids,
+                           int32_t *n_out) {
+    if (n_out) *n_out = 0;
+    RLX_TRY(check_generate(r, ids, n, n_new));
     rlx_sample_opts so = sample ? *sample : rlx_sample_opts_greedy();
     rlx_sampler *s;
     RLX_TRY(rlx_sampler_create(&so, n_vocab(r), &s));
     gen_call c = {.n_new = n_new, .stop_at_eos = !so.ignore_eos && rlx_runner_eos_id(r) >= 0, .on_token = on_token,
                   .user = user, .out_ids = out_ids, .n_out = n_out};
-    rlx_status st = rlx_generator_prefill(r->gen, ids, n, r->logits);
+    rlx_status st = seed_state(r, ids, n, reuse);
     if (!st) st = generate_loop(r, s, &c);
     rlx_sampler_destroy(s);
     return st;
+}
+
+rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
+                               const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
+                               int32_t *out_ids, int32_t *n_out) {
+    return generate(r, ids, n, n_new, false, sample, on_token, user, out_ids, n_out);
+}
+
+rlx_status rlx_runner_generate_incremental(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
+                                           const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
+                                           int32_t *out_ids, int32_t *n_out) {
+    return generate(r, ids, n, n_new, true, sample, on_token, user, out_ids, n_out);
 }
 
 rlx_status rlx_runner_prefill_get_last_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {

@@ -75,6 +75,15 @@ rlx_status rlx_runner_generate(rlx_runner *r, const int32_t *ids, int32_t n, int
                                const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
                                int32_t *out_ids, int32_t *n_out);
 
+/* Like rlx_runner_generate, but ids is the whole conversation so far and the generation state is
+ * reused: the longest common prefix of ids and the tokens the state holds is kept, and only the
+ * rest of ids is run through the model (one decode step per token). A chat calls this once per
+ * turn with the re-rendered conversation, so history is never prefilled twice. With an empty
+ * state it is rlx_runner_generate. */
+rlx_status rlx_runner_generate_incremental(rlx_runner *r, const int32_t *ids, int32_t n, int32_t n_new,
+                                           const rlx_sample_opts *sample, rlx_token_callback on_token, void *user,
+                                           int32_t *out_ids, int32_t *n_out);
+
 /* Speculative-decoding primitives over the runner's generation state (its KV cache):
  * prefill resets the state to `ids` and returns the last position's logits; decode appends one
  * token and returns its logits. */
