@@ -11,11 +11,14 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"run", rlx_cmd_run, "generate text from a prompt (the default model when no -m; `rlx` alone runs this)"},
+    {"chat", rlx_cmd_chat, "interactive chat through the model's chat template"},
     {"inspect", rlx_cmd_inspect, "describe a GGUF file or HF model directory (tensors, config, tokenizer)"},
     {"logits", rlx_cmd_logits, "write the logits of a token sequence as raw float32 (validation)"},
     {"generate", rlx_cmd_generate, "continue a prompt of token ids; prints the generated ids"},
     {"tokenize", rlx_cmd_tokenize, "text to token ids with a model's tokenizer"},
     {"detokenize", rlx_cmd_detokenize, "token ids to text with a model's tokenizer"},
+    {"devices", rlx_cmd_devices, "list Vulkan devices with their index and capabilities"},
 };
 
 static void usage(FILE *f) {
@@ -26,10 +29,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2) return rlx_cmd_run(1, (char *[]){"run", NULL}); /* the embedded default model */
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

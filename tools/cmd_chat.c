@@ -1,0 +1,229 @@
+/* rlx chat: an interactive conversation through the model's chat template. One line of input is
+ * one user turn. The KV cache is kept between turns: each turn re-renders the conversation and the
+ * runner runs only what its state does not already hold. Ctrl-C stops the current answer, Ctrl-D
+ * (end of input) exits. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_sampling.h"
+#include "cli_text.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "rlx/chat_template.h"
+
+#define DEFAULT_N_NEW 512
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: rlx chat [-m PATH] [--system TEXT] [options]\n"
+            "\n"
+            "Talks with a model through its chat template. Type a message and press Enter; the answer\n"
+            "streams to stdout. Ctrl-C stops the answer being generated, Ctrl-D exits. The conversation\n"
+            "stays in the KV cache between turns, so earlier turns are not processed again. With stdin\n"
+            "not a terminal, every line read is one turn (no prompt is shown).\n"
+            "\n"
+            "options:\n"
+            "  -m, --model PATH       a GGUF file or an HF model directory (default: the embedded model,\n"
+            "                         which has no chat template: give --chat-template)\n"
+            "  --system TEXT          a system message first\n"
+            "  --chat-template FILE   use this Jinja template instead of the model's\n"
+            "  -n, --n-predict N      tokens per answer at most (default %d)\n"
+            "  --backend NAME         cpu (default when no GPU backend is available)\n"
+            "  -t, --threads N        CPU threads (default: every online core)\n"
+            "  --ctx N                context length (default: min(the model's, 4096))\n"
+            "\n" RLX_CLI_SAMPLING_HELP
+            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "exit status: 0 at end of input, 1 when the model or a turn fails, 2 on bad arguments.\n",
+            DEFAULT_N_NEW);
+}
+
+typedef struct {
+    rlx_cli_model_args m;
+    rlx_sample_opts sample;
+    bool seed_given;
+    const char *system, *template_file;
+    int32_t n_new;
+    bool help;
+} chat_args;
+
+static rlx_status parse(int argc, char **argv, chat_args *a) {
+    for (int i = 1; i < argc; i++) {
+        bool matched;
+        const char *v;
+        int64_t n;
+        const char *arg = argv[i];
+        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
+        if (matched) {
+            if (a->m.ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--tokens has no meaning in a chat");
+            continue;
+        }
+        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
+        if (matched) {
+            a->seed_given |= rlx_cli_is(arg, "--seed", true);
+        } else if (rlx_cli_is(arg, "--system", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--system", &a->system));
+        } else if (rlx_cli_is(arg, "--chat-template", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--chat-template", &a->template_file));
+        } else if (rlx_cli_is(arg, "-n", true) || rlx_cli_is(arg, "--n-predict", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--n-predict", &v));
+            RLX_TRY(rlx_cli_parse_i64("--n-predict", v, 1, INT32_MAX, &n));
+            a->n_new = (int32_t)n;
+        } else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            a->help = true;
+        } else {
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
+        }
+    }
+    return NULL;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* The conversation: roles are static strings, contents owned. */
+typedef struct {
+    rlx_chat_message *msgs;
+    size_t n, cap;
+} conversation;
+
+static rlx_status conversation_add(conversation *c, const char *role, const char *content, size_t len) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        rlx_chat_message *p = realloc(c->msgs, cap * sizeof *p);
+        if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "conversation of %zu messages", c->n);
+        c->msgs = p;
+        c->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "message of %zu bytes", len);
+    memcpy(copy, content, len);
+    copy[len] = '\0';
+    c->msgs[c->n++] = (rlx_chat_message){.role = role, .content = copy};
+    return NULL;
+}
+
+static void conversation_free(conversation *c) {
+    for (size_t i = 0; i < c->n; i++) free((char *)c->msgs[i].content);
+    free(c->msgs);
+}
+
+typedef struct {
+    const chat_args *a;
+    rlx_runner *r;
+    rlx_tokenizer *tok;
+    rlx_chat_template *tmpl;
+    conversation conv;
+    rlx_cli_stream out;
+} chat;
+
+/* One turn: render the whole conversation, tokenize, and let the runner reuse what it holds. */
+static rlx_status turn(chat *c) {
+    char *prompt = NULL;
+    rlx_chat_render_opts ro = {.add_generation_prompt = true};
+    RLX_TRY(rlx_chat_template_render(c->tmpl, c->conv.msgs, c->conv.n, &ro, &prompt, NULL));
+    int32_t *ids = NULL, n = 0;
+    rlx_status s = rlx_cli_tokenize_prompt(c->tok, prompt, true, true, &ids, &n);
+    free(prompt);
+    if (s) return s;
+    int32_t room = rlx_runner_n_ctx(c->r) - n;
+    if (room < 1) s = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "the conversation (%d tokens) fills the context of %d tokens",
+                                 (int)n, (int)rlx_runner_n_ctx(c->r));
+    int32_t n_new = c->a->n_new < room ? c->a->n_new : room;
+    interrupted = 0;
+    c->out.t_start = rlx_cli_now();
+    if (!s) s = rlx_runner_generate_incremental(c->r, ids, n, n_new, &c->a->sample, rlx_cli_stream_on_token, &c->out,
+                                                NULL, NULL);
+    free(ids);
+    if (!s) s = rlx_cli_stream_finish(&c->out);
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (interrupted) fprintf(stderr, "[stopped]\n");
+    if (!s) s = conversation_add(&c->conv, "assistant", c->out.text ? c->out.text : "", c->out.len);
+    c->out.len = 0;
+    c->out.n = 0;
+    return s;
+}
+
+static rlx_status chat_loop(chat *c) {
+    bool tty = isatty(STDIN_FILENO);
+    char *line = NULL;
+    size_t cap = 0;
+    rlx_status s = NULL;
+    for (;;) {
+        if (tty) {
+            fputs("> ", stderr);
+            fflush(stderr);
+        }
+        ssize_t len = getline(&line, &cap, stdin);
+        if (len < 0) break; /* Ctrl-D or end of input */
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (len == 0) continue;
+        if ((s = conversation_add(&c->conv, "user", line, (size_t)len)) || (s = turn(c))) break;
+    }
+    free(line);
+    if (tty && !s) fputc('\n', stderr);
+    return s;
+}
+
+static rlx_status open_chat(chat *c, chat_args *a) {
+    if (!a->m.model) a->m.model = rlx_cli_default_model();
+    RLX_TRY(rlx_tokenizer_open(a->m.model, &c->tok));
+    rlx_status s = rlx_chat_template_open(a->template_file ? a->template_file : a->m.model, &c->tmpl);
+    if (s && rlx_status_code(s) == RLX_ERR_NOT_FOUND && !a->template_file)
+        return rlx_status_annotate(s, "'%s' has no chat template (give one with --chat-template FILE)", a->m.model);
+    if (s) return s;
+    RLX_TRY(rlx_cli_stream_init(&c->out, c->tok, stdout));
+    RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &c->r));
+    if (a->system) RLX_TRY(conversation_add(&c->conv, "system", a->system, strlen(a->system)));
+    return NULL;
+}
+
+static rlx_status run(chat_args *a) {
+    if (!a->seed_given) {
+        a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        fprintf(stderr, "rlx chat: seed %llu\n", (unsigned long long)a->sample.seed);
+    }
+    chat c = {.a = a};
+    rlx_status s = open_chat(&c, a);
+    if (!s) {
+        struct sigaction sa = {.sa_handler = on_sigint};
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART; /* a Ctrl-C at the prompt must not end getline */
+        sigaction(SIGINT, &sa, NULL);
+        c.out.interrupt = &interrupted;
+        c.out.ignore_eog = a->sample.ignore_eos;
+        s = chat_loop(&c);
+    }
+    rlx_cli_stream_destroy(&c.out);
+    conversation_free(&c.conv);
+    rlx_runner_close(c.r);
+    rlx_chat_template_destroy(c.tmpl);
+    rlx_tokenizer_close(c.tok);
+    return s;
+}
+
+int rlx_cmd_chat(int argc, char **argv) {
+    chat_args a = {.m = {.opts = rlx_runner_opts_default()},
+                   .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
+                   .n_new = DEFAULT_N_NEW};
+    rlx_status s = parse(argc, argv, &a);
+    if (s || a.help) {
+        free(a.m.ids);
+        if (s) return rlx_cli_fail("chat", s, true);
+        usage(stdout);
+        return RLX_EXIT_OK;
+    }
+    s = run(&a);
+    free(a.m.ids);
+    return s ? rlx_cli_fail("chat", s, false) : RLX_EXIT_OK;
+}

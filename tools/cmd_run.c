@@ -1,0 +1,192 @@
+/* rlx run: text in, text out. Prints the prompt, then streams the generated text as it comes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_sampling.h"
+#include "cli_text.h"
+#include "cli_util.h"
+#include "commands.h"
+
+#define DEFAULT_PROMPT "Once upon a time"
+#define DEFAULT_N_NEW 128
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: rlx run [-m PATH] [-p TEXT | -f FILE] [-n N] [options]\n"
+            "\n"
+            "Prints the prompt, then streams the model's continuation to stdout as tokens arrive. Stops\n"
+            "after N tokens or at an end-of-generation token. Prefill and decode speed go to stderr.\n"
+            "Without -m it runs the embedded default model (models/stories260K.gguf); without -p/-f the\n"
+            "prompt is \"" DEFAULT_PROMPT "\". `rlx` with no arguments is `rlx run`.\n"
+            "\n"
+            "options:\n"
+            "  -m, --model PATH     a GGUF file or an HF model directory (default: the embedded model)\n"
+            "  -p, --prompt TEXT    the prompt (UTF-8; invalid bytes become U+FFFD)\n"
+            "  -f, --file FILE      read the prompt from FILE\n"
+            "  --tokens IDS         the prompt as comma-separated token ids instead of text\n"
+            "  -n, --n-predict N    tokens to generate at most (default %d)\n"
+            "  --special            parse control-token text in the prompt (e.g. <|im_start|>) as tokens\n"
+            "  --no-bos             do not add the vocabulary's BOS token\n"
+            "  --backend NAME       cpu (default when no GPU backend is available)\n"
+            "  -t, --threads N      CPU threads (default: every online core)\n"
+            "  --ctx N              context length (default: min(the model's, 4096))\n"
+            "\n" RLX_CLI_SAMPLING_HELP
+            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "exit status: 0 on success, 1 when the model or the run fails, 2 on bad arguments.\n",
+            DEFAULT_N_NEW);
+}
+
+typedef struct {
+    rlx_cli_model_args m;
+    rlx_sample_opts sample;
+    bool seed_given;
+    const char *prompt, *prompt_file;
+    int32_t n_new;
+    bool special, no_bos, help;
+} run_args;
+
+static rlx_status parse(int argc, char **argv, run_args *a) {
+    for (int i = 1; i < argc; i++) {
+        bool matched;
+        const char *v;
+        int64_t n;
+        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
+        if (matched) continue;
+        const char *arg = argv[i];
+        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
+        if (matched) {
+            a->seed_given |= rlx_cli_is(arg, "--seed", true);
+        } else if (rlx_cli_is(arg, "-p", true) || rlx_cli_is(arg, "--prompt", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--prompt", &a->prompt));
+        } else if (rlx_cli_is(arg, "-f", true) || rlx_cli_is(arg, "--file", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--file", &a->prompt_file));
+        } else if (rlx_cli_is(arg, "-n", true) || rlx_cli_is(arg, "--n-predict", true)) {
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--n-predict", &v));
+            RLX_TRY(rlx_cli_parse_i64("--n-predict", v, 1, INT32_MAX, &n));
+            a->n_new = (int32_t)n;
+        } else if (!strcmp(arg, "--special")) {
+            a->special = true;
+        } else if (!strcmp(arg, "--no-bos")) {
+            a->no_bos = true;
+        } else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            a->help = true;
+        } else {
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
+        }
+    }
+    if (a->prompt && a->prompt_file) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give -p or -f, not both");
+    if ((a->prompt || a->prompt_file) && a->m.ids)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give a text prompt or --tokens, not both");
+    return NULL;
+}
+
+static rlx_status read_file(const char *path, char **out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return rlx_errorf(RLX_ERR_IO, "prompt file '%s': cannot open", path);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 4097) {
+            cap = (len + 4097) * 2;
+            char *p = realloc(buf, cap);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt file '%s' of more than %zu bytes", path, len);
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return rlx_errorf(RLX_ERR_IO, "prompt file '%s': read error", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return NULL;
+}
+
+/* The prompt as ids, and the text to echo (the decoded ids when the prompt came as --tokens). */
+static rlx_status prompt_ids(const run_args *a, const rlx_tokenizer *tok, int32_t **ids, int32_t *n, char **echo) {
+    if (a->m.ids) {
+        *n = a->m.n_ids;
+        *ids = malloc((size_t)*n * sizeof **ids);
+        if (!*ids) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt ids");
+        memcpy(*ids, a->m.ids, (size_t)*n * sizeof **ids);
+        size_t len;
+        return rlx_tokenizer_decode(tok, *ids, (size_t)*n, 0, echo, &len);
+    }
+    if (a->prompt_file) RLX_TRY(read_file(a->prompt_file, echo));
+    else if (!(*echo = strdup(a->prompt ? a->prompt : DEFAULT_PROMPT)))
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt");
+    return rlx_cli_tokenize_prompt(tok, *echo, !a->no_bos, a->special, ids, n);
+}
+
+static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer *tok) {
+    int32_t *ids = NULL, n = 0;
+    char *echo = NULL;
+    rlx_status s = prompt_ids(a, tok, &ids, &n, &echo);
+    if (!s && n == 0) s = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "the prompt is empty: it gives no tokens");
+    rlx_cli_stream out;
+    if (!s) s = rlx_cli_stream_init(&out, tok, stdout);
+    if (s) {
+        free(ids);
+        free(echo);
+        return s;
+    }
+    fputs(echo, stdout);
+    fflush(stdout);
+    out.ignore_eog = a->sample.ignore_eos;
+    out.t_start = rlx_cli_now();
+    s = rlx_runner_generate(r, ids, n, a->n_new, &a->sample, rlx_cli_stream_on_token, &out, NULL, NULL);
+    if (!s) s = rlx_cli_stream_finish(&out);
+    double t_end = rlx_cli_now();
+    fputc('\n', stdout);
+    if (!s) rlx_cli_stream_report(&out, "run", r, n, t_end);
+    rlx_cli_stream_destroy(&out);
+    free(ids);
+    free(echo);
+    return s;
+}
+
+static rlx_status run(run_args *a) {
+    if (!a->m.model) a->m.model = rlx_cli_default_model();
+    if (!a->seed_given) {
+        a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        fprintf(stderr, "rlx run: seed %llu\n", (unsigned long long)a->sample.seed);
+    }
+    rlx_tokenizer *tok = NULL;
+    RLX_TRY(rlx_tokenizer_open(a->m.model, &tok));
+    rlx_runner *r = NULL;
+    rlx_status s = rlx_runner_open(a->m.model, &a->m.opts, &r);
+    if (!s) s = generate_text(a, r, tok);
+    rlx_runner_close(r);
+    rlx_tokenizer_close(tok);
+    return s;
+}
+
+int rlx_cmd_run(int argc, char **argv) {
+    run_args a = {.m = {.opts = rlx_runner_opts_default()},
+                  .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
+                  .n_new = DEFAULT_N_NEW};
+    rlx_status s = parse(argc, argv, &a);
+    if (s || a.help) {
+        free(a.m.ids);
+        if (s) return rlx_cli_fail("run", s, true);
+        usage(stdout);
+        return RLX_EXIT_OK;
+    }
+    s = run(&a);
+    free(a.m.ids);
+    return s ? rlx_cli_fail("run", s, false) : RLX_EXIT_OK;
+}
