@@ -434,7 +434,7 @@ static const rlx_st_tensor **expert_slot(conv *cv, const hf_name *nm) {
 }
 
 /* One stacked tensor [n_expert][rows][cols] from the per-expert slices (or row ranges of fused
- * tensors): `part(e)` gives expert e's source and the first row to take. */
+ * tensors): src[e] names expert e's source tensor and the first row of its slice. */
 typedef struct stack_src {
     const rlx_st_tensor *t;
     uint64_t row0;
