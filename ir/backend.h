@@ -64,6 +64,11 @@ struct rlx_backend {
 /* The CPU reference backend; n_threads 0 = online cores. */
 rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out);
 
+/* The Vulkan backend (runtime/; present when built with RLX_VULKAN, which defines RLX_HAVE_VULKAN).
+ * device: an index or a name substring; NULL or "" means $RLX_VK_DEVICE, else the first GPU (CPU
+ * devices such as lavapipe only when named). No loader or no device: RLX_ERR_DEVICE. */
+rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out);
+
 static inline void rlx_backend_destroy(rlx_backend *b) {
     if (b) b->ops->destroy(b);
 }

@@ -1,0 +1,216 @@
+/* The Vulkan backend behind ir/backend.h: backend and session lifetime (weights uploaded once in
+ * their stored type, the KV cache allocated on the device), with compile and run in
+ * vk_compile.c. */
+#include "runtime/vk_backend.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/vk_internal.h"
+#include "runtime/vk_status.h"
+
+/* ---- session ---- */
+
+static void session_destroy(rlx_session *s) {
+    if (!s) return;
+    rlx_vk_backend *b = s->b;
+    for (size_t i = 0; s->weights && i < s->n_weights; i++) {
+        vk_weight *w = &s->weights[i];
+        for (uint32_t k = 0; w->parts && k < w->n_parts; k++) rlx_vk_heap_free(b->dev_heap, &w->parts[k].alloc);
+        free(w->parts);
+        free(w->name);
+    }
+    free(s->weights);
+    for (int32_t l = 0; l < s->kv.n_layer; l++) {
+        if (s->k_cache) rlx_vk_heap_free(b->dev_heap, &s->k_cache[l]);
+        if (s->v_cache) rlx_vk_heap_free(b->dev_heap, &s->v_cache[l]);
+    }
+    free(s->k_cache);
+    free(s->v_cache);
+    free(s);
+}
+
+static int weight_cmp(const void *a, const void *b) {
+    return strcmp(((const vk_weight *)a)->name, ((const vk_weight *)b)->name);
+}
+
+/* Checks one weight's table entry; fills rows and row_bytes. */
+static rlx_status describe_weight(const rlx_weight *src, size_t index, vk_weight *w) {
+    if (!src->name || !*src->name)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight %zu has no name", index);
+    if (src->n_dims < 1 || src->n_dims > RLX_WEIGHT_MAX_DIMS)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' has %" PRIu32 " dims, expected 1..%d",
+                          src->name, src->n_dims, RLX_WEIGHT_MAX_DIMS);
+    uint64_t numel = 1, bytes;
+    for (uint32_t d = 0; d < src->n_dims; d++) {
+        if (src->ne[d] == 0 || __builtin_mul_overflow(numel, src->ne[d], &numel))
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s': dim %u is 0 or the element count "
+                              "overflows", src->name, d);
+    }
+    RLX_TRY(rlx_dtype_bytes(src->type, src->ne[0], src->name, &w->row_bytes));
+    RLX_TRY(rlx_dtype_bytes(src->type, numel, src->name, &bytes));
+    if (src->nbytes < bytes || !src->data)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' holds %" PRIu64 " bytes at %p, its %s shape "
+                          "needs %" PRIu64, src->name, src->nbytes, src->data, rlx_dtype_name(src->type), bytes);
+    w->type = src->type;
+    w->n_dims = src->n_dims;
+    for (uint32_t d = 0; d < RLX_WEIGHT_MAX_DIMS; d++) w->ne[d] = d < src->n_dims ? src->ne[d] : 1;
+    w->rows = numel / src->ne[0];
+    w->name = strdup(src->name);
+    if (!w->name) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: weight names");
+    return NULL;
+}
+
+/* Uploads w in row parts that each fit one binding. */
+static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx_weight *src, vk_weight *w) {
+    uint64_t per_part = b->dev->max_binding / w->row_bytes;
+    if (per_part == 0)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "session: weight '%s': one row of %" PRIu64 " bytes exceeds the largest "
+                          "binding (%" PRIu64 " bytes on %s)", w->name, w->row_bytes, b->dev->max_binding,
+                          b->dev->caps->name);
+    uint64_t n_parts = (w->rows + per_part - 1) / per_part;
+    w->parts = calloc(n_parts, sizeof *w->parts);
+    if (!w->parts) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: weight '%s' parts", w->name);
+    w->n_parts = (uint32_t)n_parts;
+    for (uint64_t k = 0; k < n_parts; k++) {
+        vk_weight_part *part = &w->parts[k];
+        part->row0 = k * per_part;
+        part->rows = w->rows - part->row0 < per_part ? w->rows - part->row0 : per_part;
+        RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, part->rows * w->row_bytes, w->name, &part->alloc));
+        RLX_TRY(rlx_vk_uploader_copy(u, &part->alloc, 0, (const uint8_t *)src->data + part->row0 * w->row_bytes,
+                                     part->rows * w->row_bytes));
+    }
+    return NULL;
+}
+
+static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_kv_spec *kv) {
+    s->kv = *kv;
+    if (kv->n_layer == 0) return NULL;
+    if (kv->n_layer < 0 || kv->n_ctx < 1 || kv->n_head_kv < 1 || kv->head_dim < 1 || kv->head_dim_v < 0)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "session: KV cache spec n_layer %d, n_ctx %d, n_head_kv %d, head_dim %d, head_dim_v %d: "
+                          "expected all >= 1 (head_dim_v 0 = head_dim)", kv->n_layer, kv->n_ctx, kv->n_head_kv,
+                          kv->head_dim, kv->head_dim_v);
+    if (s->kv.head_dim_v == 0) s->kv.head_dim_v = kv->head_dim;
+    s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
+    s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
+    if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
+    uint64_t row = (uint64_t)kv->n_ctx * (uint64_t)kv->n_head_kv * 4;
+    uint64_t k_bytes = row * (uint64_t)kv->head_dim, v_bytes = row * (uint64_t)s->kv.head_dim_v;
+    for (int32_t l = 0; l < kv->n_layer; l++) {
+        RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, k_bytes, "KV cache (K)", &s->k_cache[l]));
+        RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, v_bytes, "KV cache (V)", &s->v_cache[l]));
+        /* zeroed so that reads of never-written rows, were there any, see finite values */
+        RLX_TRY(rlx_vk_uploader_fill(u, &s->k_cache[l], 0, s->k_cache[l].size, 0));
+        RLX_TRY(rlx_vk_uploader_fill(u, &s->v_cache[l], 0, s->v_cache[l].size, 0));
+    }
+    return NULL;
+}
+
+static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t n_weights, const rlx_kv_spec *kv) {
+    s->weights = calloc(n_weights ? n_weights : 1, sizeof *s->weights);
+    if (!s->weights) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: %zu weights", n_weights);
+    for (size_t i = 0; i < n_weights; i++) {
+        RLX_TRY(describe_weight(&weights[i], i, &s->weights[i]));
+        s->n_weights = i + 1;
+    }
+    rlx_vk_uploader *u = NULL;
+    rlx_status st = rlx_vk_uploader_create(s->b->dev, s->b->up_heap, &u);
+    for (size_t i = 0; !st && i < n_weights; i++) st = upload_weight(s->b, u, &weights[i], &s->weights[i]);
+    if (!st) st = alloc_kv(s, u, kv);
+    if (!st) st = rlx_vk_uploader_flush(u);
+    rlx_vk_uploader_destroy(u);
+    if (st) return st;
+    /* sorted by name for lookup at compile (after the uploads, which index the caller's table) */
+    qsort(s->weights, s->n_weights, sizeof *s->weights, weight_cmp);
+    for (size_t i = 1; i < s->n_weights; i++)
+        if (strcmp(s->weights[i - 1].name, s->weights[i].name) == 0)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: weight '%s' appears twice", s->weights[i].name);
+    return NULL;
+}
+
+static rlx_status session_create(rlx_backend *base, const rlx_weight *weights, size_t n_weights,
+                                 const rlx_kv_spec *kv, rlx_session **out) {
+    if ((!weights && n_weights) || !kv || !out)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan session_create: weights, kv and out must not be NULL");
+    rlx_session *s = calloc(1, sizeof *s);
+    if (!s) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: cannot allocate");
+    s->b = (rlx_vk_backend *)base;
+    rlx_status st = session_fill(s, weights, n_weights, kv);
+    if (st) {
+        session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NULL;
+}
+
+/* ---- backend ---- */
+
+static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out) {
+    return vk_program_compile(s, g, out);
+}
+static rlx_status run(rlx_program *p, const rlx_run_args *a) { return vk_program_run(p, a); }
+static void program_destroy(rlx_program *p) { vk_program_destroy(p); }
+
+static void backend_destroy(rlx_backend *base) {
+    rlx_vk_backend *b = (rlx_vk_backend *)base;
+    if (!b) return;
+    rlx_vk_pipelines_destroy(b->pipes);
+    rlx_vk_heap_destroy(b->dev_heap);
+    rlx_vk_heap_destroy(b->up_heap);
+    rlx_vk_heap_destroy(b->rb_heap);
+    rlx_vk_device_close(b->dev);
+    free(b);
+}
+
+static const rlx_backend_ops vk_ops = {
+    .session_create = session_create,
+    .session_destroy = session_destroy,
+    .compile = compile,
+    .run = run,
+    .program_destroy = program_destroy,
+    .destroy = backend_destroy,
+};
+
+/* The largest power of two <= want that the device allows in one workgroup. */
+static uint32_t pick_wg(const rlx_vk_caps *c, uint32_t want) {
+    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
+    uint32_t wg = want;
+    while (wg > limit) wg /= 2;
+    return wg;
+}
+
+rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
+    if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: out is NULL");
+    rlx_vk_backend *b = calloc(1, sizeof *b);
+    if (!b) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "vulkan backend: cannot allocate");
+    b->base.ops = &vk_ops;
+    b->base.name = "vulkan";
+    const char *dbg = getenv("RLX_VK_DEBUG");
+    b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    rlx_status s = rlx_vk_device_open(device, &b->dev);
+    if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_DEVICE, &b->dev_heap);
+    if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_UPLOAD, &b->up_heap);
+    if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_READBACK, &b->rb_heap);
+    if (!s) s = rlx_vk_pipelines_create(b->dev, &b->pipes);
+    if (s) {
+        backend_destroy(&b->base);
+        return s;
+    }
+    b->wg = pick_wg(b->dev->caps, 64);
+    b->wg_row = pick_wg(b->dev->caps, 256);
+    *out = &b->base;
+    return NULL;
+}
+
+const rlx_vk_caps *rlx_vk_backend_caps(const rlx_backend *b) { return ((const rlx_vk_backend *)b)->dev->caps; }
+
+rlx_vk_pipeline_stats rlx_vk_backend_pipeline_stats(const rlx_backend *b) {
+    return rlx_vk_pipelines_get_stats(((const rlx_vk_backend *)b)->pipes);
+}
+
+rlx_vk_heap_stats rlx_vk_backend_device_memory(const rlx_backend *b) {
+    return rlx_vk_heap_get_stats(((const rlx_vk_backend *)b)->dev_heap);
+}

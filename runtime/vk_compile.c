@@ -1,0 +1,767 @@
+/* IR graph -> dispatch program.
+ *
+ * Schedule: node order (the graph is built in dependency order), with dead nodes dropped (a node
+ * is live when it reaches an output or is a KV_WRITE, whose effect is the cache).
+ *
+ * Buffers: every computed value gets 4-byte elements in an arena bin; values are placed first-fit
+ * when produced and their range is released after their last consumer, so intermediates alias.
+ * A bin never grows past the device's binding limit; a value that does not fit opens the next bin.
+ * Views (RESHAPE) and KV_WRITE share their input's storage; weights and the KV cache live in the
+ * session; INPUTs live in a small device region that is refreshed from host memory at the start
+ * of every run together with the run-time scalars.
+ *
+ * Recording: descriptor sets are allocated and written once per program, and the whole run (input
+ * copy, dispatches with the barriers they need, output copy) is recorded once into one command
+ * buffer. n_past and n_tokens reach the kernels through a storage buffer (set 0), not push
+ * constants: push constants are frozen into a recorded command buffer, and a buffer lets every
+ * decode step replay it unchanged. Push constants carry each dispatch's static parameters. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/vk_internal.h"
+#include "runtime/vk_status.h"
+
+#define SCALARS_BYTES 16
+#define STATUS_BYTES 16
+
+static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
+
+static VkDeviceSize storage_align(const rlx_program *p) {
+    VkDeviceSize a = p->b->dev->caps->storage_align;
+    return a < 16 ? 16 : a;
+}
+
+/* ---- ranges ---- */
+
+static rlx_node storage_root(const rlx_program *p, rlx_node n) {
+    while (p->nodes[n].store == VK_STORE_ALIAS) n = p->nodes[n].info.in[0];
+    return n;
+}
+
+vk_range vk_node_range(const rlx_program *p, rlx_node n) {
+    const vk_node *v = &p->nodes[storage_root(p, n)];
+    const rlx_session *s = p->s;
+    switch (v->store) {
+    case VK_STORE_ARENA: return (vk_range){p->arena[v->bin].buffer, p->arena[v->bin].offset + v->offset, v->bytes};
+    case VK_STORE_INPUT: return (vk_range){p->in_dev.buffer, p->in_dev.offset + v->input_offset, v->bytes};
+    case VK_STORE_WEIGHT: {
+        const rlx_vk_alloc *a = &v->weight->parts[0].alloc;
+        return (vk_range){a->buffer, a->offset, a->size};
+    }
+    case VK_STORE_KV: {
+        const rlx_vk_alloc *a = v->info.attrs.kv_is_v ? &s->v_cache[v->info.attrs.layer] : &s->k_cache[v->info.attrs.layer];
+        return (vk_range){a->buffer, a->offset, v->bytes};
+    }
+    default: return (vk_range){0};
+    }
+}
+
+rlx_status vk_f32_range(const rlx_program *p, rlx_node n, vk_range *out) {
+    const vk_node *v = &p->nodes[storage_root(p, n)];
+    if (v->store == VK_STORE_WEIGHT && v->has_const) {
+        *out = vk_const_range(p, v->const_offset, v->bytes);
+        return NULL;
+    }
+    if (v->store == VK_STORE_WEIGHT && v->weight->n_parts > 1)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                          "weight '%s' (%" PRIu64 " bytes) is read as an f32 operand but exceeds one binding (%" PRIu64
+                          " bytes on %s)",
+                          v->weight->name, v->weight->rows * v->weight->row_bytes, p->b->dev->max_binding,
+                          p->b->dev->caps->name);
+    *out = vk_node_range(p, n);
+    return NULL;
+}
+
+rlx_status vk_const_reserve(rlx_program *p, VkDeviceSize bytes, VkDeviceSize *offset) {
+    VkDeviceSize off = align_up(p->consts_size, storage_align(p)), end = off + align_up(bytes, 16);
+    uint8_t *grown = realloc(p->consts_host, end);
+    if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %" PRIu64 " bytes of constants", (uint64_t)end);
+    memset(grown + p->consts_size, 0, end - p->consts_size);
+    p->consts_host = grown;
+    p->consts_size = end;
+    *offset = off;
+    return NULL;
+}
+
+vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize bytes) {
+    return (vk_range){p->consts.buffer, p->consts.offset + offset, bytes};
+}
+
+/* ---- dispatches ---- */
+
+rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk_kernel k, const uint32_t *spec,
+                   const vk_range *bind, uint32_t n_bind, uint32_t reads, uint32_t writes, const void *push,
+                   uint32_t push_bytes, uint64_t groups) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    const rlx_vk_kernel_info *info = rlx_vk_kernel_get(k);
+    if (n_bind != info->n_bindings || push_bytes > info->push_bytes)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d: kernel %s takes %u bindings and %u push bytes, got %u and %u",
+                          node, info->name, info->n_bindings, info->push_bytes, n_bind, push_bytes);
+    if (groups == 0) return NULL;
+    uint64_t x = groups < c->max_wg_count[0] ? groups : c->max_wg_count[0];
+    if ((groups + x - 1) / x > c->max_wg_count[1])
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "%%%d: kernel %s needs %" PRIu64 " workgroups, more than %s can launch",
+                          node, info->name, groups, c->name);
+    for (uint32_t i = 0; i < n_bind; i++)
+        if (!bind[i].buffer || bind[i].size == 0)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d: kernel %s binding %u has no storage", node, info->name,
+                              i);
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 64;
+        vk_dispatch *grown = realloc(list->items, cap * sizeof *grown);
+        if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %zu dispatches", cap);
+        list->items = grown;
+        list->cap = cap;
+    }
+    vk_dispatch *d = &list->items[list->n];
+    memset(d, 0, sizeof *d);
+    RLX_TRY(rlx_vk_pipeline_get(p->b->pipes, k, spec, &d->pipe));
+    memcpy(d->bind, bind, n_bind * sizeof *bind);
+    d->n_bind = n_bind;
+    d->reads = reads;
+    d->writes = writes;
+    memcpy(d->push, push, push_bytes);
+    d->push_bytes = push_bytes;
+    d->groups = groups;
+    d->node = node;
+    list->n++;
+    return NULL;
+}
+
+/* ---- graph copy and leaf binding ---- */
+
+static int weight_cmp_name(const void *key, const void *elem) {
+    return strcmp((const char *)key, ((const vk_weight *)elem)->name);
+}
+
+static bool weight_shape_matches(const rlx_shape *s, const vk_weight *w) {
+    for (uint32_t d = 0; d < RLX_WEIGHT_MAX_DIMS; d++) {
+        uint64_t want = (int32_t)d < s->rank ? (uint64_t)s->dim[s->rank - 1 - (int32_t)d] : 1;
+        uint64_t have = d < w->n_dims ? w->ne[d] : 1;
+        if (want != have) return false;
+    }
+    return true;
+}
+
+static const char *shape_str(const rlx_shape *s, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int32_t i = 0; i < s->rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %" PRId64 : "%" PRId64, s->dim[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+static rlx_status bind_weight(rlx_program *p, rlx_node i) {
+    vk_node *n = &p->nodes[i];
+    const rlx_session *s = p->s;
+    const vk_weight *w = bsearch(n->info.name, s->weights, s->n_weights, sizeof *s->weights, weight_cmp_name);
+    if (!w)
+        return rlx_errorf(RLX_ERR_NOT_FOUND, "compile: %%%d WEIGHT '%s' is not among the session's %zu weights", i,
+                          n->info.name, s->n_weights);
+    char want[96];
+    if (w->type != n->info.dtype || !weight_shape_matches(&n->info.shape, w))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "compile: %%%d WEIGHT '%s' is declared %s%s but the session holds %s with ne [%" PRIu64
+                          ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]",
+                          i, n->info.name, rlx_dtype_name(n->info.dtype),
+                          shape_str(&n->info.shape, want, sizeof want), rlx_dtype_name(w->type), w->ne[0],
+                          w->ne[1], w->ne[2], w->ne[3]);
+    n->store = VK_STORE_WEIGHT;
+    n->weight = w;
+    return NULL;
+}
+
+static rlx_status bind_cache(rlx_program *p, rlx_node i) {
+    vk_node *n = &p->nodes[i];
+    const rlx_kv_spec *kv = &p->s->kv;
+    const rlx_attrs *a = &n->info.attrs;
+    const rlx_shape *sh = &n->info.shape;
+    int32_t dh = a->kv_is_v ? kv->head_dim_v : kv->head_dim;
+    if (a->layer >= kv->n_layer || sh->dim[0] > kv->n_ctx || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64 ", %" PRId64
+                          "] does not fit the session cache: %d layers of [%d, %d, %d]",
+                          i, a->layer, a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], kv->n_layer,
+                          kv->n_ctx, kv->n_head_kv, dh);
+    n->store = VK_STORE_KV;
+    return NULL;
+}
+
+static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
+    p->n_nodes = rlx_graph_n_nodes(g);
+    p->n_inputs = rlx_graph_n_inputs(g);
+    p->n_outputs = rlx_graph_n_outputs(g);
+    p->nodes = calloc((size_t)p->n_nodes, sizeof *p->nodes);
+    p->inputs = calloc((size_t)p->n_inputs + 1, sizeof *p->inputs);
+    p->outputs = calloc((size_t)p->n_outputs + 1, sizeof *p->outputs);
+    p->output_offset = calloc((size_t)p->n_outputs + 1, sizeof *p->output_offset);
+    if (!p->nodes || !p->inputs || !p->outputs || !p->output_offset)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %d nodes", p->n_nodes);
+    for (int32_t k = 0; k < p->n_inputs; k++) p->inputs[k] = rlx_graph_input_node(g, k);
+    for (int32_t o = 0; o < p->n_outputs; o++) p->outputs[o] = rlx_graph_output_node(g, o);
+    p->static_rows = p->n_inputs > 0 ? rlx_graph_node(g, p->inputs[0])->shape.dim[0] : 1;
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        n->info = *rlx_graph_node(g, i);
+        if (n->info.name && !(n->info.name = strdup(n->info.name)))
+            return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: node names");
+        n->numel = rlx_shape_numel(&n->info.shape);
+        n->bytes = (uint64_t)n->numel * 4;
+        switch (n->info.op) {
+        case RLX_OP_INPUT: n->store = VK_STORE_INPUT; break;
+        case RLX_OP_WEIGHT: RLX_TRY(bind_weight(p, i)); break;
+        case RLX_OP_KV_CACHE: RLX_TRY(bind_cache(p, i)); break;
+        case RLX_OP_RESHAPE:
+        case RLX_OP_KV_WRITE: n->store = VK_STORE_ALIAS; break;
+        default: n->store = VK_STORE_ARENA; break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- analysis ---- */
+
+/* Whether dim 0 of node n is the token axis, so rows past n_tokens are padding. The same rule as
+ * the CPU reference (cpu_fallback/cpu_plan.c): a value is token-major when it is computed row by
+ * row from token-major inputs. */
+static bool token_rows_of(const rlx_program *p, const vk_node *n) {
+    const rlx_node_info *in = &n->info;
+    const vk_node *x = in->n_in > 0 && in->in[0] != RLX_NO_NODE ? &p->nodes[in->in[0]] : NULL;
+    switch (in->op) {
+    case RLX_OP_INPUT: return in->shape.dim[0] == p->static_rows;
+    case RLX_OP_EMBED: return p->nodes[in->in[1]].tok != 0;
+    case RLX_OP_ADD:
+    case RLX_OP_MUL: return x->tok && p->nodes[in->in[1]].tok;
+    case RLX_OP_SCALE:
+    case RLX_OP_SILU:
+    case RLX_OP_GELU_TANH:
+    case RLX_OP_ROPE:
+    case RLX_OP_ATTENTION: return x->tok != 0;
+    case RLX_OP_RESHAPE: return x->tok && in->shape.dim[0] == x->info.shape.dim[0];
+    case RLX_OP_MATMUL:
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_SOFTMAX:
+    case RLX_OP_ARGMAX:
+    case RLX_OP_MOE_ROUTE:
+    case RLX_OP_MOE_FFN: return x->tok && x->info.shape.rank >= 2;
+    default: return false;
+    }
+}
+
+static void analyse(rlx_program *p) {
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        /* tok: elements of one token row, so kernels scale it to their own row unit */
+        n->tok = token_rows_of(p, n) ? (uint32_t)(n->numel / n->info.shape.dim[0]) : 0;
+        n->last_use = -1;
+    }
+    for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = true;
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i].info.op == RLX_OP_KV_WRITE) p->nodes[i].live = true;
+    for (rlx_node i = p->n_nodes - 1; i >= 0; i--) {
+        vk_node *n = &p->nodes[i];
+        if (!n->live) continue;
+        for (int k = 0; k < n->info.n_in; k++) {
+            rlx_node j = n->info.in[k];
+            if (j == RLX_NO_NODE) continue;
+            p->nodes[j].live = true;
+            rlx_node r = storage_root(p, j);
+            if (p->nodes[r].last_use < i) p->nodes[r].last_use = i;
+        }
+    }
+    for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[storage_root(p, p->outputs[o])].last_use = INT32_MAX;
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (!p->nodes[i].live && p->nodes[i].store == VK_STORE_ARENA) p->nodes[i].store = VK_STORE_NONE;
+}
+
+/* ---- arena planning ---- */
+
+typedef struct span {
+    VkDeviceSize offset, size;
+} span;
+
+typedef struct bin_plan {
+    span *live; /* sorted by offset */
+    size_t n, cap;
+} bin_plan;
+
+static rlx_status bin_place(bin_plan *bp, VkDeviceSize cap, VkDeviceSize size, VkDeviceSize align, bool *ok,
+                            VkDeviceSize *offset) {
+    VkDeviceSize at = 0;
+    size_t i = 0;
+    for (; i < bp->n; i++) {
+        if (at + size <= bp->live[i].offset) break;
+        at = align_up(bp->live[i].offset + bp->live[i].size, align);
+    }
+    *ok = at + size <= cap;
+    if (!*ok) return NULL;
+    if (bp->n == bp->cap) {
+        size_t c = bp->cap ? 2 * bp->cap : 16;
+        span *grown = realloc(bp->live, c * sizeof *grown);
+        if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: buffer plan");
+        bp->live = grown;
+        bp->cap = c;
+    }
+    memmove(&bp->live[i + 1], &bp->live[i], (bp->n - i) * sizeof *bp->live);
+    bp->live[i] = (span){at, size};
+    bp->n++;
+    *offset = at;
+    return NULL;
+}
+
+static void bin_release(bin_plan *bp, VkDeviceSize offset) {
+    for (size_t i = 0; i < bp->n; i++) {
+        if (bp->live[i].offset != offset) continue;
+        memmove(&bp->live[i], &bp->live[i + 1], (bp->n - i - 1) * sizeof *bp->live);
+        bp->n--;
+        return;
+    }
+}
+
+static rlx_status place(rlx_program *p, bin_plan *bins, rlx_node i, uint64_t bytes, uint32_t *bin,
+                        VkDeviceSize *offset) {
+    VkDeviceSize cap = p->b->dev->max_binding, size = align_up(bytes, 16);
+    if (size > cap)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                          "compile: %%%d %s needs %" PRIu64 " bytes, more than one binding may cover on %s (%" PRIu64
+                          ")",
+                          i, rlx_op_name(p->nodes[i].info.op), (uint64_t)size, p->b->dev->caps->name, (uint64_t)cap);
+    for (uint32_t b = 0; b < VK_MAX_BINS; b++) {
+        bool ok;
+        RLX_TRY(bin_place(&bins[b], cap, size, storage_align(p), &ok, offset));
+        if (!ok) continue;
+        *bin = b;
+        if (b + 1 > p->n_bins) p->n_bins = b + 1;
+        if (*offset + size > p->bin_peak[b]) p->bin_peak[b] = *offset + size;
+        return NULL;
+    }
+    return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: intermediates need more than %d bins of %" PRIu64 " bytes",
+                      VK_MAX_BINS, (uint64_t)cap);
+}
+
+static rlx_status plan_arena(rlx_program *p) {
+    bin_plan bins[VK_MAX_BINS] = {0};
+    rlx_status s = NULL;
+    for (rlx_node i = 0; !s && i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        if (n->store == VK_STORE_ARENA) s = place(p, bins, i, n->bytes, &n->bin, &n->offset);
+        if (!s && n->live && n->scratch_bytes)
+            s = place(p, bins, i, n->scratch_bytes, &n->scratch_bin, &n->scratch_offset);
+        if (s || !n->live) continue;
+        if (n->scratch_bytes) bin_release(&bins[n->scratch_bin], n->scratch_offset);
+        /* values whose last consumer is i: their range is free for later nodes */
+        for (int k = 0; k < n->info.n_in; k++) {
+            if (n->info.in[k] == RLX_NO_NODE) continue;
+            vk_node *r = &p->nodes[storage_root(p, n->info.in[k])];
+            if (r->store == VK_STORE_ARENA && r->last_use == i) {
+                bin_release(&bins[r->bin], r->offset);
+                r->last_use = -2; /* released (an input may appear twice) */
+            }
+        }
+        if (n->store == VK_STORE_ARENA && n->last_use == -1) bin_release(&bins[n->bin], n->offset);
+    }
+    for (uint32_t b = 0; b < VK_MAX_BINS; b++) free(bins[b].live);
+    return s;
+}
+
+static void plan_io(rlx_program *p) {
+    VkDeviceSize a = storage_align(p);
+    p->status_offset = align_up(SCALARS_BYTES, a);
+    VkDeviceSize at = p->status_offset + STATUS_BYTES;
+    for (int32_t k = 0; k < p->n_inputs; k++) {
+        vk_node *n = &p->nodes[p->inputs[k]];
+        at = align_up(at, a);
+        n->input_offset = at;
+        at += align_up(n->bytes, 16);
+    }
+    p->in_size = at;
+    at = STATUS_BYTES;
+    for (int32_t o = 0; o < p->n_outputs; o++) {
+        p->output_offset[o] = at;
+        at += align_up(p->nodes[p->outputs[o]].bytes, 16);
+    }
+    p->rb_size = at;
+}
+
+static rlx_status allocate(rlx_program *p) {
+    rlx_vk_backend *b = p->b;
+    RLX_TRY(rlx_vk_heap_alloc(b->up_heap, p->in_size, "program inputs (host)", &p->in_host));
+    RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, p->in_size, "program inputs", &p->in_dev));
+    RLX_TRY(rlx_vk_heap_alloc(b->rb_heap, p->rb_size, "program outputs", &p->rb));
+    for (uint32_t i = 0; i < p->n_bins; i++)
+        RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, p->bin_peak[i], "program intermediates", &p->arena[i]));
+    if (p->consts_size) RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, p->consts_size, "program constants", &p->consts));
+    return NULL;
+}
+
+/* Weights read as f32 operands get an f32 copy in the consts region, decoded once at compile. */
+static rlx_status emit_init(rlx_program *p) {
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        if (!n->has_const || n->info.op != RLX_OP_WEIGHT) continue;
+        const vk_weight *w = n->weight;
+        if (w->n_parts > 1)
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "weight '%s' is read as an f32 operand but exceeds one binding",
+                              w->name);
+        uint32_t spec[2] = {p->b->wg, w->type};
+        uint32_t push[3] = {(uint32_t)w->rows, (uint32_t)w->ne[0], (uint32_t)w->row_bytes};
+        vk_range bind[2] = {vk_node_range(p, i), vk_const_range(p, n->const_offset, n->bytes)};
+        RLX_TRY(vk_emit(p, &p->init, i, RLX_VK_KERNEL_dequant, spec, bind, 2, 1u, 2u, push, sizeof push, w->rows));
+    }
+    return NULL;
+}
+
+/* ---- descriptors and recording ---- */
+
+static rlx_status make_descriptors(rlx_program *p) {
+    rlx_vk_device *d = p->b->dev;
+    size_t n_sets = 1 + p->init.n + p->run.n, n_buffers = RLX_VK_COMMON_BINDINGS;
+    for (size_t i = 0; i < p->init.n; i++) n_buffers += p->init.items[i].n_bind;
+    for (size_t i = 0; i < p->run.n; i++) n_buffers += p->run.items[i].n_bind;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)n_buffers};
+    VkDescriptorPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = (uint32_t)n_sets,
+        .poolSizeCount = 1,
+        .pPoolSizes = &size,
+    };
+    RLX_VK_TRY(d->vk.vkCreateDescriptorPool(d->dev, &pi, NULL, &p->pool), "creating the descriptor pool");
+    VkDescriptorSetLayout common = rlx_vk_common_set_layout(p->b->pipes);
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = p->pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &common,
+    };
+    RLX_VK_TRY(d->vk.vkAllocateDescriptorSets(d->dev, &ai, &p->common), "allocating the common descriptor set");
+    VkDescriptorBufferInfo cb[2] = {
+        {p->in_dev.buffer, p->in_dev.offset, SCALARS_BYTES},
+        {p->in_dev.buffer, p->in_dev.offset + p->status_offset, STATUS_BYTES},
+    };
+    VkWriteDescriptorSet w = {
+        .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+        .dstSet = p->common,
+        .descriptorCount = 2,
+        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .pBufferInfo = cb,
+    };
+    d->vk.vkUpdateDescriptorSets(d->dev, 1, &w, 0, NULL);
+    vk_dispatch_list *lists[2] = {&p->init, &p->run};
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            vk_dispatch *dp = &lists[l]->items[i];
+            VkDescriptorSetLayout layout = rlx_vk_kernel_set_layout(p->b->pipes, dp->pipe->kernel);
+            ai.pSetLayouts = &layout;
+            RLX_VK_TRY(d->vk.vkAllocateDescriptorSets(d->dev, &ai, &dp->set), "allocating a descriptor set");
+            VkDescriptorBufferInfo bi[RLX_VK_MAX_BINDINGS];
+            for (uint32_t k = 0; k < dp->n_bind; k++) bi[k] = (VkDescriptorBufferInfo){dp->bind[k].buffer, dp->bind[k].offset, dp->bind[k].size};
+            w.dstSet = dp->set;
+            w.descriptorCount = dp->n_bind;
+            w.pBufferInfo = bi;
+            d->vk.vkUpdateDescriptorSets(d->dev, 1, &w, 0, NULL);
+        }
+    }
+    return NULL;
+}
+
+static bool overlaps(const vk_range *a, const vk_range *b) {
+    return a->buffer == b->buffer && a->offset < b->offset + b->size && b->offset < a->offset + a->size;
+}
+
+/* Ranges read and written since the last barrier. */
+typedef struct hazards {
+    vk_range *r, *w;
+    size_t nr, nw, cap;
+} hazards;
+
+static bool needs_barrier(const hazards *h, const vk_dispatch *dp) {
+    for (uint32_t k = 0; k < dp->n_bind; k++) {
+        bool rd = dp->reads & (1u << k), wr = dp->writes & (1u << k);
+        for (size_t i = 0; (rd || wr) && i < h->nw; i++)
+            if (overlaps(&dp->bind[k], &h->w[i])) return true;
+        for (size_t i = 0; wr && i < h->nr; i++)
+            if (overlaps(&dp->bind[k], &h->r[i])) return true;
+    }
+    return false;
+}
+
+static void compute_barrier(rlx_vk_device *d, VkCommandBuffer cb) {
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                               &mb, 0, NULL, 0, NULL);
+}
+
+static void barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+                    VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = src_access,
+        .dstAccessMask = dst_access,
+    };
+    d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk_dispatch_list *list) {
+    rlx_vk_device *d = p->b->dev;
+    hazards h = {0};
+    size_t cap = 0;
+    for (size_t i = 0; i < list->n; i++) cap += list->items[i].n_bind;
+    h.r = calloc(cap + 1, sizeof *h.r);
+    h.w = calloc(cap + 1, sizeof *h.w);
+    if (!h.r || !h.w) {
+        free(h.r);
+        free(h.w);
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: barrier plan of %zu dispatches", list->n);
+    }
+    d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, rlx_vk_common_pipeline_layout(p->b->pipes), 0, 1,
+                                  &p->common, 0, NULL);
+    for (size_t i = 0; i < list->n; i++) {
+        const vk_dispatch *dp = &list->items[i];
+        if (needs_barrier(&h, dp)) {
+            compute_barrier(d, cb);
+            p->n_barriers++;
+            h.nr = h.nw = 0;
+        }
+        for (uint32_t k = 0; k < dp->n_bind; k++) {
+            if (dp->reads & (1u << k)) h.r[h.nr++] = dp->bind[k];
+            if (dp->writes & (1u << k)) h.w[h.nw++] = dp->bind[k];
+        }
+        d->vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->pipeline);
+        d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->layout, 1, 1, &dp->set, 0, NULL);
+        if (dp->push_bytes)
+            d->vk.vkCmdPushConstants(cb, dp->pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->push_bytes, dp->push);
+        uint32_t x = dp->groups < d->caps->max_wg_count[0] ? (uint32_t)dp->groups : d->caps->max_wg_count[0];
+        d->vk.vkCmdDispatch(cb, x, (uint32_t)((dp->groups + x - 1) / x), 1);
+    }
+    free(h.r);
+    free(h.w);
+    return NULL;
+}
+
+static rlx_status begin_cb(rlx_program *p, VkCommandBuffer *cb, VkCommandBufferUsageFlags flags) {
+    rlx_vk_device *d = p->b->dev;
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = p->cmd_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    RLX_VK_TRY(d->vk.vkAllocateCommandBuffers(d->dev, &ai, cb), "allocating a command buffer");
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = flags};
+    RLX_VK_TRY(d->vk.vkBeginCommandBuffer(*cb, &bi), "beginning a command buffer");
+    /* Everything earlier on the queue (uploads, other programs' KV writes) before anything here. */
+    barrier(d, *cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                VK_ACCESS_TRANSFER_WRITE_BIT);
+    return NULL;
+}
+
+static rlx_status run_init(rlx_program *p) {
+    if (p->init.n == 0) return NULL;
+    rlx_vk_device *d = p->b->dev;
+    VkCommandBuffer cb;
+    RLX_TRY(begin_cb(p, &cb, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+    rlx_status s = record_dispatches(p, cb, &p->init);
+    if (!s) s = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending the init command buffer");
+    if (!s) s = rlx_vk_submit_wait(d, cb, p->fence, "decoding weights used as f32 operands");
+    d->vk.vkFreeCommandBuffers(d->dev, p->cmd_pool, 1, &cb);
+    return s;
+}
+
+static rlx_status record_run(rlx_program *p) {
+    rlx_vk_device *d = p->b->dev;
+    RLX_TRY(begin_cb(p, &p->cb, 0));
+    VkCommandBuffer cb = p->cb;
+    VkBufferCopy in = {p->in_host.offset, p->in_dev.offset, p->in_size};
+    d->vk.vkCmdCopyBuffer(cb, p->in_host.buffer, p->in_dev.buffer, 1, &in);
+    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    RLX_TRY(record_dispatches(p, cb, &p->run));
+    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT);
+    VkBufferCopy st = {p->in_dev.offset + p->status_offset, p->rb.offset, STATUS_BYTES};
+    d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &st);
+    for (int32_t o = 0; o < p->n_outputs; o++) {
+        vk_range r = vk_node_range(p, p->outputs[o]);
+        VkBufferCopy c = {r.offset, p->rb.offset + p->output_offset[o], p->nodes[p->outputs[o]].bytes};
+        d->vk.vkCmdCopyBuffer(cb, r.buffer, p->rb.buffer, 1, &c);
+    }
+    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(cb), "ending the program's command buffer");
+    return NULL;
+}
+
+static rlx_status make_sync(rlx_program *p) {
+    rlx_vk_device *d = p->b->dev;
+    VkCommandPoolCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .queueFamilyIndex = d->caps->queue_family,
+    };
+    RLX_VK_TRY(d->vk.vkCreateCommandPool(d->dev, &ci, NULL, &p->cmd_pool), "creating a command pool");
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    RLX_VK_TRY(d->vk.vkCreateFence(d->dev, &fi, NULL, &p->fence), "creating a fence");
+    return NULL;
+}
+
+static rlx_status upload_consts(rlx_program *p) {
+    if (!p->consts_size) return NULL;
+    rlx_vk_uploader *u;
+    RLX_TRY(rlx_vk_uploader_create(p->b->dev, p->b->up_heap, &u));
+    rlx_status s = rlx_vk_uploader_copy(u, &p->consts, 0, p->consts_host, p->consts_size);
+    if (!s) s = rlx_vk_uploader_flush(u);
+    rlx_vk_uploader_destroy(u);
+    free(p->consts_host);
+    p->consts_host = NULL;
+    return s;
+}
+
+static void print_plan(const rlx_program *p) {
+    uint64_t arena = 0;
+    for (uint32_t i = 0; i < p->n_bins; i++) arena += p->bin_peak[i];
+    int32_t live = 0;
+    for (rlx_node i = 0; i < p->n_nodes; i++) live += p->nodes[i].live;
+    fprintf(stderr,
+            "rlx vulkan plan: %d nodes (%d live), %zu dispatches, %u barriers, intermediates %.2f MiB in %u bin(s), "
+            "inputs %" PRIu64 " B, outputs %" PRIu64 " B, constants %" PRIu64 " B\n",
+            p->n_nodes, live, p->run.n, p->n_barriers, (double)arena / 1048576.0, p->n_bins, (uint64_t)p->in_size,
+            (uint64_t)p->rb_size, (uint64_t)p->consts_size);
+}
+
+static rlx_status build(rlx_program *p, const rlx_graph *g) {
+    RLX_TRY(copy_graph(p, g));
+    analyse(p);
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i].live) RLX_TRY(vk_prepare_node(p, i));
+    RLX_TRY(plan_arena(p));
+    plan_io(p);
+    RLX_TRY(allocate(p));
+    RLX_TRY(upload_consts(p));
+    RLX_TRY(emit_init(p));
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i].live) RLX_TRY(vk_lower_node(p, i));
+    RLX_TRY(make_descriptors(p));
+    RLX_TRY(make_sync(p));
+    RLX_TRY(run_init(p));
+    RLX_TRY(record_run(p));
+    if (p->b->debug) print_plan(p);
+    return NULL;
+}
+
+rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **out) {
+    if (!s || !g || !out)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan compile: session, graph and out are required");
+    rlx_status st = rlx_graph_verify(g);
+    if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
+    rlx_program *p = calloc(1, sizeof *p);
+    if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
+    p->s = s;
+    p->b = s->b;
+    st = build(p, g);
+    if (st) {
+        vk_program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return NULL;
+}
+
+void vk_program_destroy(rlx_program *p) {
+    if (!p) return;
+    rlx_vk_backend *b = p->b;
+    rlx_vk_device *d = b->dev;
+    if (p->fence) d->vk.vkDestroyFence(d->dev, p->fence, NULL);
+    if (p->cmd_pool) d->vk.vkDestroyCommandPool(d->dev, p->cmd_pool, NULL);
+    if (p->pool) d->vk.vkDestroyDescriptorPool(d->dev, p->pool, NULL);
+    rlx_vk_heap_free(b->up_heap, &p->in_host);
+    rlx_vk_heap_free(b->dev_heap, &p->in_dev);
+    rlx_vk_heap_free(b->rb_heap, &p->rb);
+    for (uint32_t i = 0; i < p->n_bins; i++) rlx_vk_heap_free(b->dev_heap, &p->arena[i]);
+    rlx_vk_heap_free(b->dev_heap, &p->consts);
+    for (int32_t i = 0; p->nodes && i < p->n_nodes; i++) free((char *)p->nodes[i].info.name);
+    free(p->nodes);
+    free(p->inputs);
+    free(p->outputs);
+    free(p->output_offset);
+    free(p->checks);
+    free(p->consts_host);
+    free(p->init.items);
+    free(p->run.items);
+    free(p);
+}
+
+/* ---- run ---- */
+
+static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
+    if (!a) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: args is NULL");
+    if (a->n_tokens < 1 || a->n_tokens > p->static_rows)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_tokens %d is outside [1, %" PRId64 " rows of the graph]",
+                          a->n_tokens, p->static_rows);
+    if (a->n_past < 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_past %d is negative", a->n_past);
+    if (p->n_inputs > 0 && !a->inputs)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: the graph has %d inputs but inputs is NULL", p->n_inputs);
+    for (int32_t k = 0; k < p->n_inputs; k++)
+        if (!a->inputs[k]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: input %d is NULL", k);
+    if (!a->outputs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: outputs is NULL");
+    for (int32_t o = 0; o < p->n_outputs; o++)
+        if (!a->outputs[o]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: output %d is NULL", o);
+    for (size_t c = 0; c < p->n_checks; c++) {
+        const vk_check *k = &p->checks[c];
+        if (p->nodes[k->node].info.op == RLX_OP_KV_WRITE) {
+            if ((int64_t)a->n_past + a->n_tokens > k->cap)
+                return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                                  "%%%d KV_WRITE: rows [n_past %d, n_past + n_tokens = %" PRId64
+                                  ") exceed the cache capacity %" PRId64,
+                                  k->node, a->n_past, (int64_t)a->n_past + a->n_tokens, k->cap);
+            if (a->n_tokens > k->rows)
+                return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d KV_WRITE: n_tokens %d exceeds x's %" PRId64 " rows",
+                                  k->node, a->n_tokens, k->rows);
+        } else if (a->n_tokens > k->cap) {
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                              "%%%d LAST_ROW: row n_tokens - 1 = %d is outside the input's %" PRId64 " rows", k->node,
+                              a->n_tokens - 1, k->cap);
+        }
+    }
+    return NULL;
+}
+
+static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
+    rlx_node node = (rlx_node)st[1];
+    if (st[0] == 1 && node >= 0 && node < p->n_nodes) {
+        const vk_node *n = &p->nodes[node];
+        const vk_node *table = &p->nodes[n->info.in[0]];
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d EMBED: token id %" PRId32 " is outside the table's %" PRId64
+                          " rows%s%s%s",
+                          node, (int32_t)st[2], table->info.shape.dim[0], table->info.name ? " ('" : "",
+                          table->info.name ? table->info.name : "", table->info.name ? "')" : "");
+    }
+    return rlx_errorf(RLX_ERR_DEVICE, "run: a kernel reported error %u at node %u (value %u)", st[0], st[1], st[2]);
+}
+
+rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
+    if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
+    RLX_TRY(check_run_args(p, a));
+    uint8_t *in = p->in_host.mapped;
+    uint32_t scalars[4] = {(uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, 0};
+    memcpy(in, scalars, sizeof scalars);
+    memset(in + p->status_offset, 0, STATUS_BYTES);
+    for (int32_t k = 0; k < p->n_inputs; k++) {
+        const vk_node *n = &p->nodes[p->inputs[k]];
+        memcpy(in + n->input_offset, a->inputs[k], n->bytes);
+    }
+    RLX_TRY(rlx_vk_submit_wait(p->b->dev, p->cb, p->fence, "running a program"));
+    const uint8_t *rb = p->rb.mapped;
+    uint32_t st[4];
+    memcpy(st, rb, sizeof st);
+    if (st[0] != 0) return status_error(p, st);
+    for (int32_t o = 0; o < p->n_outputs; o++)
+        memcpy(a->outputs[o], rb + p->output_offset[o], p->nodes[p->outputs[o]].bytes);
+    return NULL;
+}

@@ -1,0 +1,117 @@
+/* Vulkan devices: the process-wide registry (instance, physical devices, capability snapshots,
+ * validation messages), device choice, and one opened logical device with its compute queue.
+ *
+ * The registry is the one piece of mutable global state rlx has (DESIGN.md, "Contracts"): it is
+ * made lazily by the first user, reference counted, and torn down by the last release, so the
+ * validation layer sees every object destroyed. The loader (libvulkan.so.1) is found at run time
+ * through volk; nothing links libvulkan. */
+#ifndef RLX_RUNTIME_VK_DEVICE_H
+#define RLX_RUNTIME_VK_DEVICE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <volk.h>
+
+#include "rlx/status.h"
+
+#define RLX_VK_MAX_HEAPS 16
+#define RLX_VK_MAX_COOPMAT 16
+
+/* One cooperative-matrix shape the device offers (VK_NV_cooperative_matrix's property list). */
+typedef struct rlx_vk_coopmat_shape {
+    uint32_t m, n, k;
+    VkComponentTypeNV a_type, c_type;
+} rlx_vk_coopmat_shape;
+
+/* What a physical device can do, read once when the registry is made and never changed. Kernel
+ * variants are chosen from it. */
+typedef struct rlx_vk_caps {
+    uint32_t index; /* position in the registry, as `rlx devices` prints it */
+    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    char driver_name[VK_MAX_DRIVER_NAME_SIZE];
+    char driver_info[VK_MAX_DRIVER_INFO_SIZE];
+    VkPhysicalDeviceType type;
+    bool is_cpu;           /* CPU-type device (lavapipe): skipped unless named */
+    bool usable;           /* Vulkan 1.2+ with a compute queue: the backend can run on it */
+    uint32_t api_version, driver_version, vendor_id, device_id;
+    uint8_t device_uuid[VK_UUID_SIZE];
+    uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
+
+    /* arithmetic and storage */
+    bool fp16, int8, fp64, int64, int16;
+    bool bf16;             /* VK_KHR_shader_bfloat16 present */
+    bool storage16, storage8;
+
+    /* subgroups */
+    uint32_t subgroup_size, subgroup_min, subgroup_max;
+    bool subgroup_size_control;
+    bool subgroup_arithmetic; /* arithmetic subgroup ops in compute shaders */
+
+    /* cooperative matrices */
+    bool coopmat_khr;      /* VK_KHR_cooperative_matrix present */
+    bool coopmat_nv;       /* VK_NV_cooperative_matrix present */
+    uint32_t n_coopmat;
+    rlx_vk_coopmat_shape coopmat[RLX_VK_MAX_COOPMAT];
+
+    /* limits */
+    uint64_t max_storage_range;   /* maxStorageBufferRange */
+    uint64_t max_alloc;           /* maxMemoryAllocationSize */
+    uint64_t storage_align;       /* minStorageBufferOffsetAlignment */
+    uint64_t atom_size;           /* nonCoherentAtomSize */
+    uint32_t max_wg_count[3], max_wg_size[3], max_wg_invocations, max_shared, max_push;
+    uint32_t queue_family;        /* the compute queue family used */
+
+    uint32_t n_heaps;
+    uint64_t heap_size[RLX_VK_MAX_HEAPS];
+    bool heap_device_local[RLX_VK_MAX_HEAPS];
+} rlx_vk_caps;
+
+/* Takes a reference on the registry, making it on first use. Errors: no Vulkan loader, instance
+ * creation failure (RLX_ERR_DEVICE). RLX_VK_VALIDATION=1 enables VK_LAYER_KHRONOS_validation when
+ * it is installed, with a messenger that prints and counts every warning and error. */
+rlx_status rlx_vk_registry_acquire(void);
+void rlx_vk_registry_release(void);
+
+/* Valid between acquire and release. */
+uint32_t rlx_vk_device_count(void);
+const rlx_vk_caps *rlx_vk_device_caps(uint32_t index);
+/* Whether the validation layer is active in the registry now. */
+bool rlx_vk_validation_enabled(void);
+
+/* Validation/driver messages of severity warning or error seen by the messenger since the process
+ * started (or since the last reset). Tests fail when this is non-zero; the messages themselves are
+ * printed to stderr as they arrive. */
+uint64_t rlx_vk_validation_message_count(void);
+void rlx_vk_validation_message_reset(void);
+
+/* The capability snapshot in one line (for `rlx devices`). */
+void rlx_vk_caps_format(const rlx_vk_caps *c, char *buf, size_t size);
+
+/* Picks a device from `want` (an index, or a case-insensitive substring of the name); NULL or ""
+ * means $RLX_VK_DEVICE, and when that is unset too, the first usable non-CPU device. CPU-type
+ * devices are only chosen when named. Needs an acquired registry. */
+rlx_status rlx_vk_device_choose(const char *want, uint32_t *index);
+
+/* An opened logical device. */
+typedef struct rlx_vk_device {
+    const rlx_vk_caps *caps;        /* borrowed from the registry (held by this device) */
+    VkPhysicalDevice phys;          /* borrowed from the registry */
+    VkDevice dev;                   /* owned */
+    struct VolkDeviceTable vk;      /* device-level entry points of dev */
+    VkQueue queue;                  /* owned by dev */
+    pthread_mutex_t queue_lock;     /* vkQueueSubmit and the one-shot pool need external sync */
+    VkCommandPool pool;             /* owned: one-shot command buffers (uploads) */
+    VkPhysicalDeviceMemoryProperties mem;
+    uint64_t max_binding;           /* the largest range one descriptor may bind (see vk_device.c) */
+} rlx_vk_device;
+
+/* Acquires the registry, chooses a device (see rlx_vk_device_choose) and creates it. */
+rlx_status rlx_vk_device_open(const char *want, rlx_vk_device **out);
+void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the registry */
+
+/* Submits one command buffer and waits for it (with the queue lock held only for the submit). */
+rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what);
+
+#endif

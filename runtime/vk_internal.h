@@ -1,0 +1,181 @@
+/* What the Vulkan backend's files share: the backend, session and program structs, and the
+ * lowering interface between vk_compile.c (planning, recording) and vk_lower.c (one function per
+ * IR op, generated from ops.def). */
+#ifndef RLX_RUNTIME_VK_INTERNAL_H
+#define RLX_RUNTIME_VK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/backend.h"
+#include "runtime/vk_device.h"
+#include "runtime/vk_memory.h"
+#include "runtime/vk_pipeline.h"
+
+/* One bound range of a buffer. */
+typedef struct vk_range {
+    VkBuffer buffer; /* borrowed */
+    VkDeviceSize offset, size;
+} vk_range;
+
+/* A weight on the device, in its stored type, split by rows into parts that each fit one
+ * binding (maxStorageBufferRange / maxMemoryAllocationSize). */
+typedef struct vk_weight_part {
+    rlx_vk_alloc alloc; /* owned (session's device heap) */
+    uint64_t row0, rows;
+} vk_weight_part;
+
+typedef struct vk_weight {
+    char *name;                 /* owned */
+    uint32_t type;              /* rlx_dtype */
+    uint32_t n_dims;
+    uint64_t ne[RLX_WEIGHT_MAX_DIMS];
+    uint64_t rows, row_bytes;   /* rows = elements / ne[0]; row_bytes = stored bytes of ne[0] elements */
+    vk_weight_part *parts;      /* owned, n_parts */
+    uint32_t n_parts;
+} vk_weight;
+
+typedef struct rlx_vk_backend {
+    rlx_backend base;             /* first: rlx_backend * casts to this */
+    rlx_vk_device *dev;           /* owned */
+    rlx_vk_heap *dev_heap;        /* owned: device-local */
+    rlx_vk_heap *up_heap;         /* owned: host-visible, written by the host */
+    rlx_vk_heap *rb_heap;         /* owned: host-visible, read by the host */
+    rlx_vk_pipelines *pipes;      /* owned */
+    uint32_t wg;                  /* default workgroup size (a power of two) */
+    uint32_t wg_row;              /* workgroup size of row reductions over long rows */
+    bool debug;                   /* RLX_VK_DEBUG: print each program's plan */
+} rlx_vk_backend;
+
+struct rlx_session {
+    rlx_vk_backend *b;            /* borrowed */
+    vk_weight *weights;           /* owned, n_weights, sorted by name */
+    size_t n_weights;
+    rlx_kv_spec kv;               /* head_dim_v resolved */
+    rlx_vk_alloc *k_cache;        /* owned, kv.n_layer each (device heap) */
+    rlx_vk_alloc *v_cache;
+};
+
+/* Where a node's values live. */
+typedef enum {
+    VK_STORE_NONE,   /* dead: nothing consumes it */
+    VK_STORE_ARENA,  /* an intermediate, placed by liveness in one of the arena bins */
+    VK_STORE_INPUT,  /* the program's device input region */
+    VK_STORE_WEIGHT, /* the session's weight */
+    VK_STORE_KV,     /* the session's KV cache of (layer, K|V) */
+    VK_STORE_ALIAS,  /* the storage of in[0] (RESHAPE, KV_WRITE) */
+} vk_store;
+
+typedef struct vk_node {
+    rlx_node_info info;       /* copy of the graph's node; name owned */
+    vk_store store;
+    int64_t numel;
+    uint64_t bytes;           /* numel * 4 for computed values */
+    uint32_t tok;             /* rows of the last dim per token row (0: not token-major) */
+    bool live;                /* reaches an output or has a side effect (KV_WRITE) */
+    int32_t last_use;         /* index of the last consumer; INT32_MAX for outputs */
+    uint32_t bin;             /* VK_STORE_ARENA: bin and offset */
+    VkDeviceSize offset;
+    uint64_t scratch_bytes;   /* arena bytes the node's kernels need while it runs (MOE_FFN) */
+    uint32_t scratch_bin;
+    VkDeviceSize scratch_offset;
+    const vk_weight *weight;  /* VK_STORE_WEIGHT */
+    VkDeviceSize input_offset; /* VK_STORE_INPUT: offset in the input region */
+    VkDeviceSize const_offset; /* weights read as f32 operands, and ROPE tables: offset in consts */
+    bool has_const;
+} vk_node;
+
+/* One compute dispatch, recorded once into the program's command buffer. */
+typedef struct vk_dispatch {
+    const rlx_vk_pipeline *pipe;  /* borrowed from the pipeline set */
+    vk_range bind[RLX_VK_MAX_BINDINGS];
+    uint32_t n_bind;
+    uint32_t reads, writes;       /* binding masks, for barrier placement */
+    uint32_t push[RLX_VK_PUSH_BYTES / 4];
+    uint32_t push_bytes;
+    uint64_t groups;              /* 1-D group count; folded into x * y when recorded */
+    rlx_node node;
+    VkDescriptorSet set;          /* owned by the program's pool */
+} vk_dispatch;
+
+typedef struct vk_dispatch_list {
+    vk_dispatch *items;           /* owned */
+    size_t n, cap;
+} vk_dispatch_list;
+
+/* Run-time checks the host makes before submitting (ops whose bounds depend on n_past/n_tokens). */
+typedef struct vk_check {
+    rlx_node node;
+    int64_t cap;                  /* KV_WRITE: n_past + n_tokens <= cap; LAST_ROW: n_tokens <= cap */
+    int64_t rows;                 /* KV_WRITE: n_tokens <= rows of x */
+} vk_check;
+
+#define VK_MAX_BINS 16
+
+struct rlx_program {
+    rlx_session *s;               /* borrowed: programs are destroyed before their session */
+    rlx_vk_backend *b;            /* borrowed */
+    vk_node *nodes;               /* owned, n_nodes */
+    int32_t n_nodes;
+    rlx_node *inputs, *outputs;   /* owned */
+    int32_t n_inputs, n_outputs;
+    VkDeviceSize *output_offset;  /* owned: each output's place in the readback region */
+    int64_t static_rows;
+    vk_check *checks;             /* owned, n_checks */
+    size_t n_checks;
+
+    /* memory: the input region is mirrored host -> device at the start of every run; it holds the
+     * scalars (n_past, n_tokens), the status words and every INPUT */
+    VkDeviceSize in_size, status_offset, rb_size;
+    rlx_vk_alloc in_host, in_dev, rb;
+    rlx_vk_alloc arena[VK_MAX_BINS];
+    VkDeviceSize bin_peak[VK_MAX_BINS];
+    uint32_t n_bins;
+    rlx_vk_alloc consts;          /* ROPE tables, f32 copies of weights used as operands */
+    VkDeviceSize consts_size;
+    uint8_t *consts_host;         /* owned until uploaded at the end of compile */
+
+    vk_dispatch_list init;        /* run once at compile (decoding weights used as f32 operands) */
+    vk_dispatch_list run;         /* the program */
+    uint32_t n_barriers;
+
+    VkDescriptorPool pool;        /* owned */
+    VkDescriptorSet common;       /* set 0, from pool */
+    VkCommandPool cmd_pool;       /* owned: this program's command buffer */
+    VkCommandBuffer cb;
+    VkFence fence;                /* owned */
+};
+
+/* ---- vk_compile.c, for the lowering ---- */
+
+/* The range holding node n's values (its storage root's). */
+vk_range vk_node_range(const rlx_program *p, rlx_node n);
+/* The range of node n read as f32 values: itself, or the f32 copy of a non-F32 WEIGHT. Errors when
+ * an F32 weight is split into parts (too large for one binding). */
+rlx_status vk_f32_range(const rlx_program *p, rlx_node n, vk_range *out);
+/* Appends a dispatch; spec[0] (the workgroup size) must be set. */
+rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk_kernel k, const uint32_t *spec,
+                   const vk_range *bind, uint32_t n_bind, uint32_t reads, uint32_t writes, const void *push,
+                   uint32_t push_bytes, uint64_t groups);
+/* Reserves bytes in the consts region (16-aligned); *offset receives where. */
+rlx_status vk_const_reserve(rlx_program *p, VkDeviceSize bytes, VkDeviceSize *offset);
+/* The range of [offset, offset + bytes) in the consts region (valid once compile has allocated it). */
+vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize bytes);
+
+/* ---- vk_lower.c ---- */
+
+/* Per-node preparation before planning: consts it needs (ROPE tables), arena scratch (MOE_FFN),
+ * run-time checks; errors for what the backend cannot run (an unsupported weight type, names it). */
+rlx_status vk_prepare_node(rlx_program *p, rlx_node i);
+/* Appends node i's dispatches (none for leaves and views). */
+rlx_status vk_lower_node(rlx_program *p, rlx_node i);
+/* Whether kernels can decode weights of this type (rlx_dtype). */
+bool vk_weight_type_supported(uint32_t type);
+
+/* ---- vk_compile.c, for the backend ---- */
+
+rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **out);
+void vk_program_destroy(rlx_program *p);
+rlx_status vk_program_run(rlx_program *p, const rlx_run_args *args);
+
+#endif

@@ -1,0 +1,449 @@
+/* The Vulkan lowering table: one function per IR op (generated from ops.def, so an op without a
+ * lowering does not compile), each appending the dispatches of one node. Kernel semantics are the
+ * comments of ir/ops.def; the kernels are in shaders/. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/dequant.h"
+#include "runtime/vk_internal.h"
+
+#define MAX_HEAD 512    /* shaders/attention.comp MAXD: largest Dh and Dv */
+#define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
+#define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
+
+/* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
+enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH };
+enum { EPI_NONE };
+enum { MOE_GATE, MOE_UP, MOE_DOWN };
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+static uint64_t stride_groups(uint64_t n, uint32_t wg) {
+    uint64_t g = ceil_div(n, wg);
+    return g < MAX_STRIDE_GROUPS ? g : MAX_STRIDE_GROUPS;
+}
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static const vk_node *node(const rlx_program *p, rlx_node i) { return &p->nodes[i]; }
+static const vk_node *in(const rlx_program *p, rlx_node i, int k) { return &p->nodes[p->nodes[i].info.in[k]]; }
+static int64_t last_dim(const vk_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
+/* Rows of the last dim per token row of n (0 when n is not token-major). */
+static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
+
+bool vk_weight_type_supported(uint32_t type) {
+    switch (type) {
+    case RLX_DTYPE_F32:
+    case RLX_DTYPE_F16:
+    case RLX_DTYPE_BF16:
+    case RLX_DTYPE_Q4_0:
+    case RLX_DTYPE_Q4_1:
+    case RLX_DTYPE_Q5_0:
+    case RLX_DTYPE_Q5_1:
+    case RLX_DTYPE_Q8_0:
+    case RLX_DTYPE_Q4_K:
+    case RLX_DTYPE_Q5_K:
+    case RLX_DTYPE_Q6_K:
+    case RLX_DTYPE_Q8_K: return true;
+    default: return false;
+    }
+}
+
+static rlx_status check_type(const rlx_program *p, rlx_node i, const vk_node *w, const char *what) {
+    if (vk_weight_type_supported(w->info.dtype)) return NULL;
+    return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                      "compile: %%%d %s: %s '%s' is %s, which the Vulkan kernels cannot decode (supported: F32 F16 "
+                      "BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K Q8_K)",
+                      i, rlx_op_name(p->nodes[i].info.op), what, w->info.name ? w->info.name : "",
+                      rlx_dtype_name(w->info.dtype));
+}
+
+/* ---- packed matrix operands (MATMUL w, EMBED table, MOE_FFN experts) ---- */
+
+typedef struct matrix {
+    uint32_t type;
+    uint64_t rows, row_bytes;
+    uint32_t n_parts;
+    const vk_weight *w; /* NULL for an F32 activation (one part) */
+    vk_range whole;     /* the activation's range */
+} matrix;
+
+static matrix matrix_of(const rlx_program *p, rlx_node n) {
+    const vk_node *v = node(p, n);
+    if (v->store == VK_STORE_WEIGHT) {
+        const vk_weight *w = v->weight;
+        return (matrix){w->type, w->rows, w->row_bytes, w->n_parts, w, {0}};
+    }
+    uint64_t cols = (uint64_t)last_dim(v);
+    return (matrix){RLX_DTYPE_F32, (uint64_t)v->numel / cols, cols * 4, 1, NULL, vk_node_range(p, n)};
+}
+
+static void matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows) {
+    if (!m->w) {
+        *r = m->whole;
+        *row0 = 0;
+        *rows = m->rows;
+        return;
+    }
+    const vk_weight_part *part = &m->w->parts[k];
+    *r = (vk_range){part->alloc.buffer, part->alloc.offset, part->alloc.size};
+    *row0 = part->row0;
+    *rows = part->rows;
+}
+
+static rlx_status single_part(const rlx_program *p, rlx_node i, const matrix *m) {
+    if (m->n_parts == 1) return NULL;
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d %s: weight '%s' (%" PRIu64 " bytes) exceeds one binding (%" PRIu64
+                      " bytes on %s)",
+                      i, rlx_op_name(p->nodes[i].info.op), m->w->name, m->rows * m->row_bytes, p->b->dev->max_binding,
+                      p->b->dev->caps->name);
+}
+
+/* ---- preparation ---- */
+
+/* Input slots read as f32 values; the rest are packed matrices or ids. */
+static bool f32_slot(rlx_op op, int k) {
+    switch (op) {
+    case RLX_OP_EMBED: return false;
+    case RLX_OP_MATMUL: return k == 0;
+    case RLX_OP_MOE_FFN: return k < 2;
+    case RLX_OP_KV_WRITE: return k == 1;
+    case RLX_OP_ROPE: return k == 0; /* freq_factors are folded into the angle table */
+    default: return true;
+    }
+}
+
+static rlx_status add_check(rlx_program *p, rlx_node i, int64_t cap, int64_t rows) {
+    vk_check *grown = realloc(p->checks, (p->n_checks + 1) * sizeof *grown);
+    if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: run-time checks");
+    p->checks = grown;
+    p->checks[p->n_checks++] = (vk_check){i, cap, rows};
+    return NULL;
+}
+
+/* The freq_factors weight of a ROPE node, read back as f32 (compile time only). */
+static rlx_status read_factors(rlx_program *p, rlx_node i, float *out, uint32_t n) {
+    const vk_node *ff = in(p, i, 1);
+    if (ff->store != VK_STORE_WEIGHT)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d ROPE: freq_factors must be a WEIGHT on Vulkan, got %s", i,
+                          rlx_op_name(ff->info.op));
+    const vk_weight *w = ff->weight;
+    uint8_t *raw = malloc(w->row_bytes);
+    if (!raw) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: reading '%s'", w->name);
+    rlx_status s = rlx_vk_download(p->b->dev, p->b->rb_heap, &w->parts[0].alloc, 0, raw, w->row_bytes);
+    if (!s) rlx_dequantize(w->type, raw, out, n);
+    free(raw);
+    return s;
+}
+
+/* Angle steps theta_i / 2pi = base^(-2i/n_rot) / (2pi freq_factors[i]) turns per position, as 64-bit
+ * fixed-point fractions of a turn (only the fraction matters: positions are integers), computed in
+ * long double. shaders/rope.comp turns them into angles with exact integer arithmetic. */
+static rlx_status prepare_rope(rlx_program *p, rlx_node i) {
+    vk_node *n = &p->nodes[i];
+    const rlx_rope_attrs *r = &n->info.attrs.rope;
+    uint32_t half = (uint32_t)r->n_rot / 2;
+    float *ff = calloc(half, sizeof *ff);
+    if (!ff) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: ROPE table");
+    rlx_status s = NULL;
+    if (n->info.n_in > 1 && n->info.in[1] != RLX_NO_NODE)
+        s = read_factors(p, i, ff, half);
+    else
+        for (uint32_t k = 0; k < half; k++) ff[k] = 1.0f;
+    if (!s) s = vk_const_reserve(p, (VkDeviceSize)half * 8, &n->const_offset);
+    if (s) {
+        free(ff);
+        return s;
+    }
+    n->has_const = true;
+    uint32_t *t = (uint32_t *)(void *)(p->consts_host + n->const_offset);
+    const long double two_pi = 6.283185307179586476925286766559L;
+    for (uint32_t k = 0; k < half; k++) {
+        long double turns = powl((long double)r->freq_base, -2.0L * k / r->n_rot) / ff[k] / two_pi;
+        turns -= floorl(turns);
+        long double scaled = ldexpl(turns, 64);
+        uint64_t fixed = scaled >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)scaled;
+        t[2 * k] = (uint32_t)fixed;
+        t[2 * k + 1] = (uint32_t)(fixed >> 32);
+    }
+    free(ff);
+    return NULL;
+}
+
+static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
+    const vk_node *route = in(p, i, 1);
+    if (route->info.op == RLX_OP_MOE_ROUTE) return (uint32_t)route->info.attrs.top_k;
+    return (uint32_t)route->info.shape.dim[1];
+}
+
+rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
+    vk_node *n = &p->nodes[i];
+    for (int k = 0; k < n->info.n_in; k++) {
+        rlx_node j = n->info.in[k];
+        if (j == RLX_NO_NODE || !f32_slot(n->info.op, k)) continue;
+        vk_node *w = &p->nodes[j];
+        if (w->store != VK_STORE_WEIGHT || w->info.dtype == RLX_DTYPE_F32 || w->has_const) continue;
+        RLX_TRY(check_type(p, i, w, "operand"));
+        RLX_TRY(vk_const_reserve(p, w->bytes, &w->const_offset));
+        w->has_const = true;
+    }
+    switch (n->info.op) {
+    case RLX_OP_ROPE: return prepare_rope(p, i);
+    case RLX_OP_MATMUL: return in(p, i, 1)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 1), "weight") : NULL;
+    case RLX_OP_EMBED: return in(p, i, 0)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 0), "table") : NULL;
+    case RLX_OP_MOE_FFN:
+        for (int k = 2; k < 5; k++)
+            if (in(p, i, k)->store == VK_STORE_WEIGHT) RLX_TRY(check_type(p, i, in(p, i, k), "expert weights"));
+        n->scratch_bytes = (uint64_t)n->info.shape.dim[0] * moe_slots(p, i) * (uint64_t)in(p, i, 2)->info.shape.dim[1] * 4;
+        return NULL;
+    case RLX_OP_MOE_ROUTE:
+        if (n->info.shape.dim[1] > MAX_EXPERTS)
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d MOE_ROUTE: %" PRId64 " experts, at most %d supported", i,
+                              n->info.shape.dim[1], MAX_EXPERTS);
+        return NULL;
+    case RLX_OP_ATTENTION:
+        if (in(p, i, 0)->info.shape.dim[2] > MAX_HEAD || n->info.shape.dim[2] > MAX_HEAD)
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d ATTENTION: head size %" PRId64 "/%" PRId64
+                              " exceeds %d", i, in(p, i, 0)->info.shape.dim[2], n->info.shape.dim[2], MAX_HEAD);
+        return NULL;
+    case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
+    case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
+    default: return NULL;
+    }
+}
+
+/* ---- lowerings ---- */
+
+static rlx_status lower_none(rlx_program *p, rlx_node i) {
+    (void)p;
+    (void)i;
+    return NULL;
+}
+#define lower_INPUT lower_none
+#define lower_WEIGHT lower_none
+#define lower_KV_CACHE lower_none
+#define lower_RESHAPE lower_none
+
+static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *ids = in(p, i, 1);
+    matrix m = matrix_of(p, n->info.in[0]);
+    uint32_t spec[2] = {p->b->wg, m.type};
+    uint64_t rows = (uint64_t)ids->numel, d = (uint64_t)n->info.shape.dim[1];
+    for (uint32_t k = 0; k < m.n_parts; k++) {
+        vk_range bind[3];
+        uint64_t row0, part_rows;
+        matrix_part(&m, k, &bind[0], &row0, &part_rows);
+        bind[1] = vk_node_range(p, n->info.in[1]);
+        bind[2] = vk_node_range(p, i);
+        uint32_t push[8] = {(uint32_t)rows, (uint32_t)d, (uint32_t)m.row_bytes, (uint32_t)row0, (uint32_t)part_rows,
+                            (uint32_t)m.rows, (uint32_t)i, n->tok ? 1u : 0u};
+        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_embed, spec, bind, 3, 3u, 4u, push, sizeof push, rows));
+    }
+    return NULL;
+}
+
+static rlx_status lower_MATMUL(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *x = in(p, i, 0);
+    matrix m = matrix_of(p, n->info.in[1]);
+    uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
+    uint32_t nx = rows < 8 ? (uint32_t)rows : 8;
+    uint32_t spec[4] = {p->b->wg, m.type, nx, EPI_NONE};
+    vk_range xr;
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &xr));
+    for (uint32_t part = 0; part < m.n_parts; part++) {
+        vk_range bind[4];
+        uint64_t row0, part_rows;
+        bind[0] = xr;
+        matrix_part(&m, part, &bind[1], &row0, &part_rows);
+        bind[2] = bind[3] = vk_node_range(p, i);
+        uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                            (uint32_t)m.row_bytes, tok_rows(n)};
+        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_matmul, spec, bind, 4, 3u, 4u, push, sizeof push,
+                        part_rows * ceil_div(rows, nx)));
+    }
+    return NULL;
+}
+
+static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
+    vk_range bind[3];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
+    bind[2] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg_row};
+    uint32_t push[5] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(1.0f), tok_rows(n)};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_rms_norm, spec, bind, 3, 3u, 4u, push, sizeof push, rows);
+}
+
+static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    const rlx_rope_attrs *r = &n->info.attrs.rope;
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], heads = (uint64_t)n->info.shape.dim[1];
+    uint64_t dh = (uint64_t)n->info.shape.dim[2], half = (uint64_t)r->n_rot / 2;
+    uint64_t per_head = half + (dh - (uint64_t)r->n_rot + 1) / 2;
+    vk_range bind[3];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
+    bind[1] = vk_const_range(p, n->const_offset, half * 8);
+    bind[2] = vk_node_range(p, i);
+    uint32_t spec[2] = {p->b->wg, r->layout == RLX_ROPE_LAYOUT_NEOX};
+    uint32_t push[5] = {(uint32_t)rows, (uint32_t)heads, (uint32_t)dh, (uint32_t)r->n_rot, n->tok ? 1u : 0u};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_rope, spec, bind, 3, 3u, 4u, push, sizeof push,
+                   ceil_div(rows * heads * per_head, p->b->wg));
+}
+
+static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *x = in(p, i, 1);
+    uint64_t row = (uint64_t)(n->numel / n->info.shape.dim[0]), rows = (uint64_t)x->info.shape.dim[0];
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[0]));
+    bind[1] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg};
+    uint32_t push[2] = {(uint32_t)row, (uint32_t)rows};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_kv_write, spec, bind, 2, 1u, 2u, push, sizeof push,
+                   stride_groups(rows * row, p->b->wg));
+}
+
+static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
+    uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
+    vk_range bind[4];
+    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
+    bind[3] = vk_node_range(p, i);
+    uint32_t spec[2] = {p->b->wg, MAX_HEAD};
+    uint32_t push[9] = {(uint32_t)rows,
+                        (uint32_t)heads,
+                        (uint32_t)k->info.shape.dim[1],
+                        (uint32_t)q->info.shape.dim[2],
+                        (uint32_t)n->info.shape.dim[2],
+                        (uint32_t)k->info.shape.dim[0],
+                        (uint32_t)n->info.attrs.window,
+                        f32_bits(n->info.attrs.scale),
+                        n->tok ? 1u : 0u};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 4, 7u, 8u, push, sizeof push, rows * heads);
+}
+
+static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, bool binary, float scale) {
+    const vk_node *n = node(p, i);
+    vk_range bind[3];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
+    if (binary)
+        RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
+    else
+        bind[1] = bind[0];
+    bind[2] = vk_node_range(p, i);
+    uint32_t spec[2] = {p->b->wg, op};
+    uint32_t push[3] = {(uint32_t)n->numel, f32_bits(scale), n->tok};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, binary ? 3u : 1u, 4u, push, sizeof push,
+                   stride_groups((uint64_t)n->numel, p->b->wg));
+}
+
+static rlx_status lower_ADD(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_ADD, true, 1.0f); }
+static rlx_status lower_MUL(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_MUL, true, 1.0f); }
+static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
+    return elementwise(p, i, EW_SCALE, false, node(p, i)->info.attrs.scale);
+}
+static rlx_status lower_SILU(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_SILU, false, 1.0f); }
+static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_GELU_TANH, false, 1.0f); }
+
+/* SOFTMAX and ARGMAX: one workgroup per row of the last dim of x. */
+static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uint32_t tok) {
+    const vk_node *x = in(p, i, 0);
+    uint64_t cols = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / cols;
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
+    bind[1] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg_row};
+    uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, tok};
+    return vk_emit(p, &p->run, i, k, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
+}
+
+static rlx_status lower_SOFTMAX(rlx_program *p, rlx_node i) {
+    return row_reduction(p, i, RLX_VK_KERNEL_softmax, tok_rows(node(p, i)));
+}
+/* ARGMAX's output holds one element per row of x, so its token row size is its rows per token. */
+static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
+    return row_reduction(p, i, RLX_VK_KERNEL_argmax, node(p, i)->tok);
+}
+
+static rlx_status lower_LAST_ROW(rlx_program *p, rlx_node i) {
+    const vk_node *x = in(p, i, 0);
+    uint64_t row = (uint64_t)(x->numel / x->info.shape.dim[0]);
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
+    bind[1] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg};
+    uint32_t push[1] = {(uint32_t)row};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_last_row, spec, bind, 2, 1u, 2u, push, sizeof push,
+                   stride_groups(row, p->b->wg));
+}
+
+static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], experts = (uint64_t)n->info.shape.dim[1];
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
+    bind[1] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg};
+    uint32_t push[5] = {(uint32_t)rows, (uint32_t)experts, (uint32_t)n->info.attrs.top_k, n->info.attrs.norm_topk,
+                        tok_rows(n)};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, 1u, 2u, push, sizeof push,
+                   ceil_div(rows, p->b->wg));
+}
+
+/* One expert pass of MOE_FFN (shaders/moe_mv.comp). */
+static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w, vk_range x, vk_range route,
+                           vk_range y, uint32_t slots) {
+    const vk_node *n = node(p, i);
+    matrix m = matrix_of(p, w);
+    RLX_TRY(single_part(p, i, &m));
+    const rlx_shape *ws = &node(p, w)->info.shape; /* [E, out, in] */
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], out = (uint64_t)ws->dim[1];
+    vk_range bind[4] = {x, route, {0}, y};
+    uint64_t row0, part_rows;
+    matrix_part(&m, 0, &bind[2], &row0, &part_rows);
+    uint32_t spec[4] = {p->b->wg, m.type, mode, 0};
+    uint32_t push[8] = {(uint32_t)rows,
+                        (uint32_t)ws->dim[0],
+                        slots,
+                        (uint32_t)ws->dim[2],
+                        (uint32_t)out,
+                        (uint32_t)m.row_bytes,
+                        (uint32_t)(out * m.row_bytes),
+                        n->tok ? 1u : 0u};
+    uint64_t groups = mode == MOE_DOWN ? out * rows : out * slots * rows;
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mv, spec, bind, 4, mode == MOE_UP ? 15u : 7u, 8u, push,
+                   sizeof push, groups);
+}
+
+static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    uint32_t slots = moe_slots(p, i);
+    vk_range x, route;
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &x));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
+    vk_range h = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
+                  n->scratch_bytes};
+    RLX_TRY(moe_pass(p, i, MOE_GATE, n->info.in[2], x, route, h, slots));
+    RLX_TRY(moe_pass(p, i, MOE_UP, n->info.in[3], x, route, h, slots));
+    return moe_pass(p, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, i), slots);
+}
+
+typedef rlx_status (*lower_fn)(rlx_program *p, rlx_node i);
+
+static const lower_fn lowerings[RLX_OP_COUNT] = {
+#define RLX_OP(name, n_in, shape) [RLX_OP_##name] = lower_##name,
+#include "ir/ops.def"
+#undef RLX_OP
+};
+
+rlx_status vk_lower_node(rlx_program *p, rlx_node i) {
+    rlx_op op = p->nodes[i].info.op;
+    if ((unsigned)op >= RLX_OP_COUNT || !lowerings[op])
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: no Vulkan lowering for op %d", i, (int)op);
+    return lowerings[op](p, i);
+}

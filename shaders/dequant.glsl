@@ -1,0 +1,202 @@
+// In-register decoding of stored weight types: ggml's block layouts (llama.cpp
+// ggml/src/ggml-common.h, block_q*), read from a uint array named w_words that the including
+// kernel declares, with the type given by the spec constant W_TYPE (rlx_dtype = ggml_type).
+//
+// Every block size in bytes is even and every field inside a block starts at an even offset, so
+// all reads here are of 32-bit values at 2-aligned byte addresses (rd32). Byte addresses are
+// 32-bit: a binding never exceeds 2 GiB (runtime/vk_device.c).
+
+#define T_F32 0u
+#define T_F16 1u
+#define T_Q4_0 2u
+#define T_Q4_1 3u
+#define T_Q5_0 6u
+#define T_Q5_1 7u
+#define T_Q8_0 8u
+#define T_Q4_K 12u
+#define T_Q5_K 13u
+#define T_Q6_K 14u
+#define T_Q8_K 15u
+#define T_BF16 30u
+
+// The 32 bits at byte address a (a even).
+uint rd32(uint a) {
+    uint i = a >> 2;
+    if ((a & 2u) == 0u) return w_words[i];
+    return (w_words[i] >> 16) | (w_words[i + 1u] << 16);
+}
+
+uint rd16(uint a) { return (w_words[a >> 2] >> ((a & 2u) * 8u)) & 0xffffu; }
+uint rd8(uint a) { return (w_words[a >> 2] >> ((a & 3u) * 8u)) & 0xffu; }
+float rdf16(uint a) { return unpackHalf2x16(rd16(a)).x; }
+
+// Bytes per block and elements per block of W_TYPE.
+uint block_bytes() {
+    switch (W_TYPE) {
+    case T_F32: return 4u;
+    case T_F16: case T_BF16: return 2u;
+    case T_Q4_0: return 18u;
+    case T_Q4_1: return 20u;
+    case T_Q5_0: return 22u;
+    case T_Q5_1: return 24u;
+    case T_Q8_0: return 34u;
+    case T_Q4_K: return 144u;
+    case T_Q5_K: return 176u;
+    case T_Q6_K: return 210u;
+    case T_Q8_K: return 292u;
+    }
+    return 4u;
+}
+
+uint block_elems() {
+    switch (W_TYPE) {
+    case T_F32: case T_F16: case T_BF16: return 1u;
+    case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q8_K: return 256u;
+    }
+    return 32u;
+}
+
+// Four signed bytes of w, sign-extended.
+vec4 s8x4(uint w) {
+    return vec4(bitfieldExtract(int(w), 0, 8), bitfieldExtract(int(w), 8, 8), bitfieldExtract(int(w), 16, 8),
+                bitfieldExtract(int(w), 24, 8));
+}
+// Low (hi == 0) or high nibbles of the four bytes of w.
+vec4 nib4(uint w, uint hi) {
+    uint s = hi * 4u;
+    return vec4((w >> s) & 15u, (w >> (s + 8u)) & 15u, (w >> (s + 16u)) & 15u, (w >> (s + 24u)) & 15u);
+}
+// Bits b, b+1, .. of four consecutive bytes starting at the byte holding bit 0 of `bits`:
+// the single bit `shift` of each byte of w, as 0/1.
+vec4 bit4(uint w, uint shift) {
+    return vec4((w >> shift) & 1u, (w >> (shift + 8u)) & 1u, (w >> (shift + 16u)) & 1u, (w >> (shift + 24u)) & 1u);
+}
+
+// K-quant 6-bit scale and min of sub-block j (0..7) from the 12 scale bytes at sc
+// (ggml-quants.c get_scale_min_k4).
+vec2 scale_min_k4(uint sc, uint j) {
+    if (j < 4u) return vec2(rd8(sc + j) & 63u, rd8(sc + j + 4u) & 63u);
+    uint a = rd8(sc + j + 4u), lo = rd8(sc + j - 4u), hi = rd8(sc + j);
+    return vec2((a & 15u) | ((lo >> 6) << 4), (a >> 4) | ((hi >> 6) << 4));
+}
+
+// Elements [e, e + 8) of the row whose first block starts at byte `row`; e % 8 == 0.
+void dq8(uint row, uint e, out vec4 lo, out vec4 hi) {
+    switch (W_TYPE) {
+    case T_F32: {
+        uint a = row + e * 4u;
+        lo = vec4(uintBitsToFloat(rd32(a)), uintBitsToFloat(rd32(a + 4u)), uintBitsToFloat(rd32(a + 8u)),
+                  uintBitsToFloat(rd32(a + 12u)));
+        hi = vec4(uintBitsToFloat(rd32(a + 16u)), uintBitsToFloat(rd32(a + 20u)), uintBitsToFloat(rd32(a + 24u)),
+                  uintBitsToFloat(rd32(a + 28u)));
+        return;
+    }
+    case T_F16: {
+        uint a = row + e * 2u;
+        lo = vec4(unpackHalf2x16(rd32(a)), unpackHalf2x16(rd32(a + 4u)));
+        hi = vec4(unpackHalf2x16(rd32(a + 8u)), unpackHalf2x16(rd32(a + 12u)));
+        return;
+    }
+    case T_BF16: {
+        uint a = row + e * 2u;
+        uint w0 = rd32(a), w1 = rd32(a + 4u), w2 = rd32(a + 8u), w3 = rd32(a + 12u);
+        lo = vec4(uintBitsToFloat(w0 << 16), uintBitsToFloat(w0 & 0xffff0000u), uintBitsToFloat(w1 << 16),
+                  uintBitsToFloat(w1 & 0xffff0000u));
+        hi = vec4(uintBitsToFloat(w2 << 16), uintBitsToFloat(w2 & 0xffff0000u), uintBitsToFloat(w3 << 16),
+                  uintBitsToFloat(w3 & 0xffff0000u));
+        return;
+    }
+    case T_Q8_0: { // block_q8_0: half d; int8 qs[32]
+        uint b = row + (e >> 5) * 34u, j = e & 31u;
+        float d = rdf16(b);
+        lo = d * s8x4(rd32(b + 2u + j));
+        hi = d * s8x4(rd32(b + 6u + j));
+        return;
+    }
+    case T_Q4_0: { // block_q4_0: half d; uint8 qs[16]; element j<16 low nibble of qs[j], else high of qs[j-16]
+        uint b = row + (e >> 5) * 18u, j = e & 31u, h = j >> 4, q = b + 2u + (j & 15u);
+        float d = rdf16(b);
+        lo = d * (nib4(rd32(q), h) - 8.0);
+        hi = d * (nib4(rd32(q + 4u), h) - 8.0);
+        return;
+    }
+    case T_Q4_1: { // block_q4_1: half d, m; uint8 qs[16]
+        uint b = row + (e >> 5) * 20u, j = e & 31u, h = j >> 4, q = b + 4u + (j & 15u);
+        float d = rdf16(b), m = rdf16(b + 2u);
+        lo = d * nib4(rd32(q), h) + m;
+        hi = d * nib4(rd32(q + 4u), h) + m;
+        return;
+    }
+    case T_Q5_0: { // block_q5_0: half d; uint32 qh; uint8 qs[16]; bit j of qh is element j's 5th bit
+        uint b = row + (e >> 5) * 22u, j = e & 31u, h = j >> 4, q = b + 6u + (j & 15u);
+        float d = rdf16(b);
+        uint qh = rd32(b + 2u) >> j;
+        vec4 h0 = vec4(qh & 1u, (qh >> 1) & 1u, (qh >> 2) & 1u, (qh >> 3) & 1u);
+        vec4 h1 = vec4((qh >> 4) & 1u, (qh >> 5) & 1u, (qh >> 6) & 1u, (qh >> 7) & 1u);
+        lo = d * (nib4(rd32(q), h) + 16.0 * h0 - 16.0);
+        hi = d * (nib4(rd32(q + 4u), h) + 16.0 * h1 - 16.0);
+        return;
+    }
+    case T_Q5_1: { // block_q5_1: half d, m; uint32 qh; uint8 qs[16]
+        uint b = row + (e >> 5) * 24u, j = e & 31u, h = j >> 4, q = b + 8u + (j & 15u);
+        float d = rdf16(b), m = rdf16(b + 2u);
+        uint qh = rd32(b + 4u) >> j;
+        vec4 h0 = vec4(qh & 1u, (qh >> 1) & 1u, (qh >> 2) & 1u, (qh >> 3) & 1u);
+        vec4 h1 = vec4((qh >> 4) & 1u, (qh >> 5) & 1u, (qh >> 6) & 1u, (qh >> 7) & 1u);
+        lo = d * (nib4(rd32(q), h) + 16.0 * h0) + m;
+        hi = d * (nib4(rd32(q + 4u), h) + 16.0 * h1) + m;
+        return;
+    }
+    case T_Q4_K: { // block_q4_K: half d, dmin; uint8 scales[12]; uint8 qs[128]
+        uint b = row + (e >> 8) * 144u, k = e & 255u, c = k >> 6, l = k & 63u, h = l >> 5;
+        vec2 sm = scale_min_k4(b + 4u, 2u * c + h);
+        float d = rdf16(b) * sm.x, m = rdf16(b + 2u) * sm.y;
+        uint q = b + 16u + 32u * c + (l & 31u);
+        lo = d * nib4(rd32(q), h) - m;
+        hi = d * nib4(rd32(q + 4u), h) - m;
+        return;
+    }
+    case T_Q5_K: { // block_q5_K: half d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]
+        uint b = row + (e >> 8) * 176u, k = e & 255u, c = k >> 6, l = k & 63u, h = l >> 5;
+        vec2 sm = scale_min_k4(b + 4u, 2u * c + h);
+        float d = rdf16(b) * sm.x, m = rdf16(b + 2u) * sm.y;
+        uint q = b + 48u + 32u * c + (l & 31u), qh = b + 16u + (l & 31u), s = 2u * c + h;
+        lo = d * (nib4(rd32(q), h) + 16.0 * bit4(rd32(qh), s)) - m;
+        hi = d * (nib4(rd32(q + 4u), h) + 16.0 * bit4(rd32(qh + 4u), s)) - m;
+        return;
+    }
+    case T_Q6_K: { // block_q6_K: uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d
+        uint b = row + (e >> 8) * 210u, k = e & 255u, n = k >> 7, r = k & 127u, qq = r >> 5, l = r & 31u;
+        uint ql = b + 64u * n + l + (qq & 1u) * 32u, qh = b + 128u + 32u * n + l, sh = 2u * qq;
+        float d = rdf16(b + 208u) * float(bitfieldExtract(int(rd8(b + 192u + 8u * n + (l >> 4) + 2u * qq)), 0, 8));
+        uint lw0 = rd32(ql), lw1 = rd32(ql + 4u), hw0 = rd32(qh), hw1 = rd32(qh + 4u);
+        uint nh = qq >> 1;
+        vec4 q0 = nib4(lw0, nh) + 16.0 * vec4((hw0 >> sh) & 3u, (hw0 >> (sh + 8u)) & 3u, (hw0 >> (sh + 16u)) & 3u,
+                                              (hw0 >> (sh + 24u)) & 3u);
+        vec4 q1 = nib4(lw1, nh) + 16.0 * vec4((hw1 >> sh) & 3u, (hw1 >> (sh + 8u)) & 3u, (hw1 >> (sh + 16u)) & 3u,
+                                              (hw1 >> (sh + 24u)) & 3u);
+        lo = d * (q0 - 32.0);
+        hi = d * (q1 - 32.0);
+        return;
+    }
+    case T_Q8_K: { // block_q8_K: float d; int8 qs[256]; int16 bsums[16]
+        uint b = row + (e >> 8) * 292u, k = e & 255u;
+        float d = uintBitsToFloat(rd32(b));
+        lo = d * s8x4(rd32(b + 4u + k));
+        hi = d * s8x4(rd32(b + 8u + k));
+        return;
+    }
+    }
+    lo = vec4(0.0);
+    hi = vec4(0.0);
+}
+
+// One element of a plain-type (F32/F16/BF16) row: for the tail of rows not a multiple of 8.
+float dq1(uint row, uint e) {
+    switch (W_TYPE) {
+    case T_F32: return uintBitsToFloat(rd32(row + e * 4u));
+    case T_F16: return rdf16(row + e * 2u);
+    case T_BF16: return uintBitsToFloat(rd16(row + e * 2u) << 16);
+    }
+    return 0.0;
+}

@@ -1,0 +1,89 @@
+#version 450
+// MOE_FFN in three passes over the experts each row routes to (route[i, e] != 0; slot s is the
+// s-th such expert in index order), each weight read packed (dequant.glsl):
+//  MODE 0 (gate): y[i, s, f] = gate_e[f, :] . x[i, :]
+//  MODE 1 (up):   y[i, s, f] = act(y[i, s, f]) * (up_e[f, :] . x[i, :])
+//  MODE 2 (down): y[i, d]    = sum_s route[i, e_s] * (down_e[d, :] . h[i, s, :])
+// Rows route to at most `slots` experts (top_k when the route comes from MOE_ROUTE, else E).
+// One workgroup per output element; threads split the dot product.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "reduce.glsl"
+
+layout(constant_id = 1) const uint W_TYPE = 0;
+layout(constant_id = 2) const uint MODE = 0;
+layout(constant_id = 3) const uint ACT = 0; // MODE 1: 0 silu, 1 gelu_tanh
+
+layout(set = 1, binding = 0) readonly buffer X { float x[]; };
+layout(set = 1, binding = 1) readonly buffer R { float route[]; };
+layout(set = 1, binding = 2) readonly buffer Wt { uint w_words[]; };
+layout(set = 1, binding = 3) buffer Y { float y[]; };
+
+layout(push_constant) uniform Push {
+    uint rows;
+    uint experts;
+    uint slots;
+    uint k;           // dot length (D for gate/up, F for down)
+    uint m;           // outputs per expert (F for gate/up, D for down)
+    uint row_bytes;   // bytes per weight row
+    uint expert_bytes; // bytes per expert matrix
+    uint tok;
+} p;
+
+#include "dequant.glsl"
+#include "act.glsl"
+
+// Expert index of slot s of row i, or 0xffffffff when the row routes to fewer experts.
+uint slot_expert(uint i, uint s) {
+    uint n = 0u;
+    for (uint e = 0u; e < p.experts; e++) {
+        if (route[i * p.experts + e] != 0.0) {
+            if (n == s) return e;
+            n++;
+        }
+    }
+    return 0xffffffffu;
+}
+
+float dot_row(uint e, uint out_row, uint xbase) {
+    uint t = gl_LocalInvocationID.x, row = e * p.expert_bytes + out_row * p.row_bytes;
+    float acc = 0.0;
+    for (uint u = t; u < p.k / 8u; u += WG) {
+        vec4 lo, hi;
+        dq8(row, u * 8u, lo, hi);
+        uint xi = xbase + u * 8u;
+        acc += dot(lo, vec4(x[xi], x[xi + 1u], x[xi + 2u], x[xi + 3u])) +
+               dot(hi, vec4(x[xi + 4u], x[xi + 5u], x[xi + 6u], x[xi + 7u]));
+    }
+    for (uint c = (p.k / 8u) * 8u + t; c < p.k; c += WG) acc += dq1(row, c) * x[xbase + c];
+    return wg_sum(acc);
+}
+
+void main() {
+    uint gid = group_id(), t = gl_LocalInvocationID.x;
+    if (MODE == 2u) {
+        uint d = gid % p.m, i = gid / p.m;
+        if (i >= valid_rows(p.rows, p.tok)) return;
+        float acc = 0.0;
+        for (uint s = 0u; s < p.slots; s++) {
+            uint e = slot_expert(i, s);
+            if (e == 0xffffffffu) break;
+            acc += route[i * p.experts + e] * dot_row(e, d, (i * p.slots + s) * p.k);
+        }
+        if (t == 0u) y[i * p.m + d] = acc;
+        return;
+    }
+    uint f = gid % p.m, s = (gid / p.m) % p.slots, i = gid / (p.m * p.slots);
+    if (i >= valid_rows(p.rows, p.tok)) return;
+    uint e = slot_expert(i, s);
+    uint yi = (i * p.slots + s) * p.m + f;
+    if (e == 0xffffffffu) {
+        if (t == 0u) y[yi] = 0.0;
+        return;
+    }
+    float v = dot_row(e, f, i * p.k);
+    if (t == 0u) {
+        if (MODE == 1u) v *= ACT == 0u ? silu(y[yi]) : gelu_tanh(y[yi]);
+        y[yi] = v;
+    }
+}

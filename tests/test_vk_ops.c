@@ -1,0 +1,596 @@
+/* Op parity: every op of ir/ops.def on the Vulkan backend against the CPU reference backend (itself
+ * checked against double-precision math in test_cpu_ops), on random inputs of several shapes:
+ * odd sizes, sizes that are not multiples of the block (32/256) or of the workgroup (64/256),
+ * padding rows (n_tokens < static rows), and every weight type the kernels decode. Weights are
+ * random blocks with sane scale fields (ggml-common.h layouts), so both backends decode the same
+ * bytes and only the kernels differ.
+ *
+ * Check: NMSE = sum (vk - cpu)^2 / sum cpu^2 per output, as llama.cpp's test-backend-ops does, with
+ * its bound for f32 computation, 1e-7. Every path here computes in f32: weights of any type are
+ * decoded exactly (f16, bf16 and block scales are exact in f32) and activations are never stored
+ * narrower, so no path needs a looser bound. I32 outputs (ARGMAX, ids) must match exactly.
+ *
+ * The op list is generated from ops.def: an op without a test_<OP> function does not compile, and
+ * one whose function compares nothing fails. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/backend.h"
+#include "loader/dtype.h"
+#include "test_util.h"
+#include "test_vk_util.h"
+
+#define TOL_F32 1e-7 /* test-backend-ops' default max NMSE */
+
+static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYPE_BF16, RLX_DTYPE_Q8_0,
+                                        RLX_DTYPE_Q4_0, RLX_DTYPE_Q4_1, RLX_DTYPE_Q5_0, RLX_DTYPE_Q5_1,
+                                        RLX_DTYPE_Q4_K, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
+#define N_TYPES (sizeof weight_types / sizeof weight_types[0])
+
+static rlx_backend *g_cpu, *g_vk;
+static vkt_rng g_rng = {0x243F6A8885A308D3ull};
+static double g_worst[RLX_OP_COUNT];
+static int g_cases[RLX_OP_COUNT];
+
+/* ---- a test graph with its weights and inputs ---- */
+
+#define MAX_W 8
+#define MAX_IN 8
+
+typedef struct tgraph {
+    rlx_graph *g;
+    rlx_weight w[MAX_W];
+    char wname[MAX_W][32];
+    size_t nw;
+    void *in[MAX_IN];
+    int nin;
+    rlx_kv_spec kv;
+} tgraph;
+
+static void tg_init(tgraph *t) {
+    memset(t, 0, sizeof *t);
+    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
+}
+
+static void tg_free(tgraph *t) {
+    rlx_graph_destroy(t->g);
+    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
+    for (int i = 0; i < t->nin; i++) free(t->in[i]);
+}
+
+static rlx_shape shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t d[3] = {d0, d1, d2};
+    return rlx_shape_make(rank, d);
+}
+
+/* An F32 input of uniform values in [-a, a]. */
+static rlx_node in_f32(tgraph *t, rlx_shape s, float a) {
+    char name[16];
+    snprintf(name, sizeof name, "in%d", t->nin);
+    int64_t n = rlx_shape_numel(&s);
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(&g_rng, -a, a);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
+}
+
+static rlx_node in_ids(tgraph *t, int64_t n, int32_t lo, int32_t hi) {
+    char name[16];
+    snprintf(name, sizeof name, "in%d", t->nin);
+    int32_t *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_int(&g_rng, lo, hi);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_I32, shape(1, n, 0, 0));
+}
+
+/* A weight with IR shape [d0, (d1, (d2))] (stored ne reversed). */
+static rlx_node weight(tgraph *t, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    size_t k = t->nw++;
+    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
+    uint64_t ne0 = (uint64_t)(rank == 1 ? d0 : rank == 2 ? d1 : d2);
+    uint64_t ne1 = (uint64_t)(rank == 1 ? 1 : rank == 2 ? d0 : d1), ne2 = (uint64_t)(rank == 3 ? d0 : 1);
+    t->w[k] = vkt_weight(&g_rng, t->wname[k], type, (uint32_t)rank, ne0, ne1, ne2);
+    return rlx_weight_node(t->g, t->wname[k], type, shape(rank, d0, d1, d2));
+}
+
+/* ---- running on both backends ---- */
+
+typedef struct step {
+    int32_t n_past, n_tokens;
+} step;
+
+typedef struct side {
+    rlx_session *s;
+    rlx_program *p;
+    void *out[8];
+} side;
+
+static bool open_side(rlx_backend *b, tgraph *t, side *sd, int32_t n_out) {
+    memset(sd, 0, sizeof *sd);
+    if (!T_OK(b->ops->session_create(b, t->w, t->nw, &t->kv, &sd->s))) return false;
+    if (!T_OK(b->ops->compile(sd->s, t->g, &sd->p))) return false;
+    for (int32_t o = 0; o < n_out; o++) {
+        const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
+        sd->out[o] = calloc((size_t)rlx_shape_numel(&n->shape), 4);
+    }
+    return true;
+}
+
+static void close_side(rlx_backend *b, side *sd, int32_t n_out) {
+    if (sd->p) b->ops->program_destroy(sd->p);
+    if (sd->s) b->ops->session_destroy(sd->s);
+    for (int32_t o = 0; o < n_out; o++) free(sd->out[o]);
+}
+
+static rlx_status run_side(rlx_backend *b, tgraph *t, side *sd, step st) {
+    rlx_run_args a = {st.n_past, st.n_tokens, (const void *const *)t->in, (void *const *)sd->out};
+    return b->ops->run(sd->p, &a);
+}
+
+/* Compares output o over its first `rows` rows of dim 0. */
+static void compare_output(rlx_op op, const char *label, tgraph *t, int32_t o, const side *v, const side *c,
+                           int64_t rows, double tol) {
+    const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
+    int64_t numel = rlx_shape_numel(&n->shape), count = numel / n->shape.dim[0] * rows;
+    g_cases[op]++;
+    if (n->dtype == RLX_DTYPE_I32) {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < count; i++) bad += ((int32_t *)v->out[o])[i] != ((int32_t *)c->out[o])[i];
+        T_CHECK(bad == 0, "%s %s output %d: %lld of %lld ids differ", rlx_op_name(op), label, o, (long long)bad,
+                (long long)count);
+        printf("  %-10s %-44s out %d: %lld ids, %lld differ\n", rlx_op_name(op), label, o, (long long)count,
+               (long long)bad);
+        return;
+    }
+    const float *vf = v->out[o], *cf = c->out[o];
+    double nmse = vkt_nmse(vf, cf, count), maxd = 0.0;
+    for (int64_t i = 0; i < count; i++)
+        if (fabs((double)vf[i] - cf[i]) > maxd) maxd = fabs((double)vf[i] - cf[i]);
+    if (nmse > g_worst[op]) g_worst[op] = nmse;
+    printf("  %-10s %-44s out %d: nmse %.2e max|d| %.2e (tol %.0e)\n", rlx_op_name(op), label, o, nmse, maxd, tol);
+    T_CHECK(nmse <= tol, "%s %s output %d: nmse %.3e > %.0e (max |d| %.3e)", rlx_op_name(op), label, o, nmse, tol,
+            maxd);
+}
+
+/* Compiles t on both backends, runs the steps, compares every output after each. Outputs whose
+ * dim 0 is the graph's row count compare only the first n_tokens rows when token_major. */
+static void compare(rlx_op op, const char *label, tgraph *t, const step *steps, int n_steps, bool token_major,
+                    double tol) {
+    int32_t n_out = rlx_graph_n_outputs(t->g);
+    side v, c;
+    bool ok = open_side(g_vk, t, &v, n_out) & open_side(g_cpu, t, &c, n_out);
+    int64_t static_rows = rlx_graph_n_inputs(t->g) ? rlx_graph_node(t->g, rlx_graph_input_node(t->g, 0))->shape.dim[0]
+                                                    : 1;
+    for (int k = 0; ok && k < n_steps; k++) {
+        if (!T_OK(run_side(g_vk, t, &v, steps[k])) || !T_OK(run_side(g_cpu, t, &c, steps[k]))) break;
+        for (int32_t o = 0; o < n_out; o++) {
+            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
+            int64_t rows = token_major && n->shape.dim[0] == static_rows ? steps[k].n_tokens : n->shape.dim[0];
+            compare_output(op, label, t, o, &v, &c, rows, tol);
+        }
+    }
+    close_side(g_vk, &v, n_out);
+    close_side(g_cpu, &c, n_out);
+}
+
+static void compare1(rlx_op op, const char *label, tgraph *t, int32_t n_tokens) {
+    step st = {0, n_tokens};
+    compare(op, label, t, &st, 1, true, TOL_F32);
+}
+
+/* Both backends must refuse the run with the same kind of error. */
+static void expect_run_error(tgraph *t, step st, rlx_code code, const char *needle) {
+    int32_t n_out = rlx_graph_n_outputs(t->g);
+    side v, c;
+    if (open_side(g_vk, t, &v, n_out) & open_side(g_cpu, t, &c, n_out)) {
+        T_ERR(run_side(g_vk, t, &v, st), code, needle);
+        T_ERR(run_side(g_cpu, t, &c, st), code, needle);
+    }
+    close_side(g_vk, &v, n_out);
+    close_side(g_cpu, &c, n_out);
+}
+
+static const char *tname(uint32_t type) { return rlx_dtype_name(type); }
+static int64_t block_of(uint32_t type) { return rlx_dtype_get(type)->block_size; }
+
+/* ---- one function per op ---- */
+
+static void test_INPUT(void) {
+    tgraph t;
+    tg_init(&t);
+    rlx_graph_mark_output(t.g, in_f32(&t, shape(2, 5, 7, 0), 1.0f), "x");
+    rlx_graph_mark_output(t.g, in_ids(&t, 5, -3, 1000), "ids");
+    compare1(RLX_OP_INPUT, "f32 [5,7] and i32 [5]", &t, 5);
+    tg_free(&t);
+}
+
+/* A weight read as an f32 operand: decoded once at compile on Vulkan. */
+static void test_WEIGHT(void) {
+    for (size_t k = 0; k < N_TYPES; k++) {
+        tgraph t;
+        tg_init(&t);
+        int64_t cols = block_of(weight_types[k]) > 1 ? 256 : 37;
+        rlx_node x = in_f32(&t, shape(2, 3, cols, 0), 1.0f);
+        rlx_graph_mark_output(t.g, rlx_add(t.g, x, weight(&t, weight_types[k], 2, 3, cols, 0)), "y");
+        char label[64];
+        snprintf(label, sizeof label, "%s [3,%lld] as add operand", tname(weight_types[k]), (long long)cols);
+        compare1(RLX_OP_WEIGHT, label, &t, 3);
+        tg_free(&t);
+    }
+}
+
+static void test_KV_CACHE(void) {
+    tgraph t;
+    tg_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 2, .n_ctx = 16, .n_head_kv = 2, .head_dim = 4};
+    rlx_node cache = rlx_kv_cache(t.g, 1, true, 12, 2, 4);
+    rlx_node w = rlx_kv_write(t.g, cache, in_f32(&t, shape(3, 3, 2, 4), 1.0f));
+    rlx_graph_mark_output(t.g, cache, "cache");
+    rlx_graph_mark_output(t.g, w, "written");
+    step steps[] = {{0, 3}, {3, 2}, {9, 3}};
+    compare(RLX_OP_KV_CACHE, "layer 1 V, cap 12 of 16", &t, steps, 3, false, TOL_F32);
+    tg_free(&t);
+}
+
+static void test_KV_WRITE(void) {
+    tgraph t;
+    tg_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = 8, .n_head_kv = 3, .head_dim = 5};
+    rlx_node w = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, 8, 3, 5), in_f32(&t, shape(3, 3, 3, 5), 2.0f));
+    rlx_graph_mark_output(t.g, w, "cache");
+    step steps[] = {{0, 3}, {3, 1}, {4, 2}, {6, 2}};
+    compare(RLX_OP_KV_WRITE, "H_kv 3, Dh 5, cap 8", &t, steps, 4, false, TOL_F32);
+    expect_run_error(&t, (step){7, 2}, RLX_ERR_INVALID_ARGUMENT, "exceed the cache capacity");
+    tg_free(&t);
+}
+
+static void test_EMBED(void) {
+    for (size_t k = 0; k < N_TYPES; k++) {
+        uint32_t type = weight_types[k];
+        int64_t dims[2] = {256, block_of(type) > 1 ? 512 : 97};
+        for (int d = 0; d < 2; d++) {
+            tgraph t;
+            tg_init(&t);
+            rlx_node ids = in_ids(&t, 9, 0, 36);
+            ((int32_t *)t.in[0])[0] = 0;
+            ((int32_t *)t.in[0])[1] = 36;
+            ((int32_t *)t.in[0])[8] = 1000; /* padding row: past n_tokens, never looked up */
+            rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, type, 2, 37, dims[d], 0), ids), "e");
+            char label[64];
+            snprintf(label, sizeof label, "%s [37,%lld], 8 of 9 ids", tname(type), (long long)dims[d]);
+            compare1(RLX_OP_EMBED, label, &t, 8);
+            tg_free(&t);
+        }
+    }
+    tgraph t;
+    tg_init(&t);
+    rlx_node ids = in_ids(&t, 3, 0, 10);
+    ((int32_t *)t.in[0])[1] = 11;
+    rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, RLX_DTYPE_Q8_0, 2, 11, 32, 0), ids), "e");
+    expect_run_error(&t, (step){0, 3}, RLX_ERR_INVALID_ARGUMENT, "token id 11");
+    tg_free(&t);
+}
+
+static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32_t n_tokens, bool rank3) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = rank3 ? in_f32(&t, shape(3, rows, 2, k), 1.0f) : in_f32(&t, shape(2, rows, k, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, type, 2, m, k, 0)), "y");
+    char label[64];
+    snprintf(label, sizeof label, "%s k=%lld m=%lld rows=%lld%s n_tok=%d", tname(type), (long long)k, (long long)m,
+             (long long)rows, rank3 ? "x2" : "", n_tokens);
+    compare1(RLX_OP_MATMUL, label, &t, n_tokens);
+    tg_free(&t);
+}
+
+static void test_MATMUL(void) {
+    for (size_t i = 0; i < N_TYPES; i++) {
+        uint32_t type = weight_types[i];
+        int64_t b = block_of(type);
+        int64_t ks[3] = {b > 1 ? b : 7, b > 1 ? 2 * b : 97, b > 1 ? 3 * b : 513};
+        matmul_case(type, ks[0], 5, 1, 1, false);
+        matmul_case(type, ks[1], 67, 3, 3, false);
+        matmul_case(type, ks[2], 130, 17, 13, false);
+        matmul_case(type, ks[1], 33, 3, 2, true);
+    }
+    matmul_case(RLX_DTYPE_F32, 1, 1, 1, 1, false);
+    /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, 5, 40, 0), 1.0f), y = in_f32(&t, shape(2, 9, 40, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, y), "xyT");
+    compare1(RLX_OP_MATMUL, "activation w [9,40]", &t, 5);
+    tg_free(&t);
+}
+
+static void test_RMS_NORM(void) {
+    struct {
+        int32_t rank;
+        int64_t d0, d1, d2;
+        uint32_t wtype;
+        float eps;
+    } cases[] = {{2, 1, 7, 0, RLX_DTYPE_F32, 1e-6f},
+                 {2, 3, 256, 0, RLX_DTYPE_F32, 1e-5f},
+                 {3, 2, 3, 1000, RLX_DTYPE_F32, 1e-6f},
+                 {2, 4, 96, 0, RLX_DTYPE_F16, 1e-6f}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tgraph t;
+        tg_init(&t);
+        int64_t d = cases[k].rank == 2 ? cases[k].d1 : cases[k].d2;
+        rlx_node x = in_f32(&t, shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2), 3.0f);
+        rlx_graph_mark_output(t.g, rlx_rms_norm(t.g, x, weight(&t, cases[k].wtype, 1, d, 0, 0), cases[k].eps), "y");
+        char label[64];
+        snprintf(label, sizeof label, "rows of %lld, w %s, eps %g", (long long)d, tname(cases[k].wtype),
+                 (double)cases[k].eps);
+        compare1(RLX_OP_RMS_NORM, label, &t, (int32_t)cases[k].d0);
+        tg_free(&t);
+    }
+}
+
+static void test_ROPE(void) {
+    struct {
+        int64_t n, h, dh;
+        int32_t n_rot;
+        rlx_rope_layout layout;
+        float base;
+        bool ff;
+        int32_t n_past;
+    } cases[] = {
+        {3, 4, 64, 64, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 0},  {3, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 5},
+        {5, 2, 10, 6, RLX_ROPE_LAYOUT_NEOX, 1e4f, false, 2},   {2, 3, 11, 8, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 0},
+        {4, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 5e5f, true, 7}, {2, 4, 128, 128, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 4000},
+        {1, 2, 64, 32, RLX_ROPE_LAYOUT_NEOX, 1e4f, true, 30000},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tgraph t;
+        tg_init(&t);
+        rlx_node x = in_f32(&t, shape(3, cases[k].n, cases[k].h, cases[k].dh), 2.0f);
+        rlx_node ff = RLX_NO_NODE;
+        if (cases[k].ff) {
+            ff = weight(&t, RLX_DTYPE_F32, 1, cases[k].n_rot / 2, 0, 0);
+            float *f = (float *)t.w[t.nw - 1].data;
+            for (int32_t i = 0; i < cases[k].n_rot / 2; i++) f[i] = vkt_uniform(&g_rng, 1.0f, 40.0f);
+        }
+        rlx_rope_attrs a = {cases[k].layout, cases[k].n_rot, cases[k].base};
+        rlx_graph_mark_output(t.g, rlx_rope(t.g, x, ff, a), "y");
+        char label[64];
+        snprintf(label, sizeof label, "%s [%lld,%lld,%lld] rot %d%s n_past %d",
+                 cases[k].layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal", (long long)cases[k].n,
+                 (long long)cases[k].h, (long long)cases[k].dh, cases[k].n_rot, cases[k].ff ? " ff" : "",
+                 cases[k].n_past);
+        step st = {cases[k].n_past, (int32_t)cases[k].n};
+        compare(RLX_OP_ROPE, label, &t, &st, 1, true, TOL_F32);
+        tg_free(&t);
+    }
+}
+
+/* Attention straight on activations (the naive path: keys are this run's rows). */
+static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv, int32_t window,
+                             int32_t n_tokens) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node q = in_f32(&t, shape(3, n, h, dh), 1.0f), k = in_f32(&t, shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = in_f32(&t, shape(3, n, hkv, dv), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 1.0f / sqrtf((float)dh) * 2.0f, window), "o");
+    char label[64];
+    snprintf(label, sizeof label, "direct n=%lld H %lld/%lld Dh %lld Dv %lld win %d", (long long)n, (long long)h,
+             (long long)hkv, (long long)dh, (long long)dv, window);
+    compare1(RLX_OP_ATTENTION, label, &t, n_tokens);
+    tg_free(&t);
+}
+
+/* Attention over the session cache: prefill then decode steps, as the runners do. */
+static void attention_cached(int64_t h, int64_t hkv, int64_t dh, int32_t window, int64_t rows, int64_t cap) {
+    tgraph t;
+    tg_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
+    rlx_node q = in_f32(&t, shape(3, rows, h, dh), 1.0f), k = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
+    rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
+    step steps[] = {{0, (int32_t)rows}, {(int32_t)rows, 1}, {(int32_t)rows + 1, (int32_t)(rows > 1 ? 2 : 1)},
+                    {(int32_t)(cap - rows), (int32_t)rows}};
+    char label[64];
+    snprintf(label, sizeof label, "cached rows %lld cap %lld H %lld/%lld Dh %lld win %d", (long long)rows,
+             (long long)cap, (long long)h, (long long)hkv, (long long)dh, window);
+    compare(RLX_OP_ATTENTION, label, &t, steps, 4, true, TOL_F32);
+    tg_free(&t);
+}
+
+static void test_ATTENTION(void) {
+    attention_direct(1, 4, 2, 64, 64, 0, 1);
+    attention_direct(3, 4, 1, 8, 6, 0, 3);
+    attention_direct(17, 4, 2, 64, 64, 3, 13);
+    attention_direct(70, 2, 2, 5, 7, 0, 70);
+    attention_direct(130, 8, 2, 32, 32, 0, 129);
+    attention_cached(4, 2, 64, 0, 17, 96);
+    attention_cached(4, 1, 32, 8, 3, 200);
+    attention_cached(2, 2, 16, 0, 1, 300);
+}
+
+static void elementwise_cases(rlx_op op, float a) {
+    struct {
+        int32_t rank;
+        int64_t d0, d1, d2;
+        int32_t n_tokens;
+    } cases[] = {{1, 1, 0, 0, 1}, {2, 7, 13, 0, 7}, {3, 3, 5, 97, 2}, {2, 9, 1000, 0, 6}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tgraph t;
+        tg_init(&t);
+        rlx_shape s = shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2);
+        rlx_node x = in_f32(&t, s, a), y;
+        switch (op) {
+        case RLX_OP_ADD: y = rlx_add(t.g, x, in_f32(&t, s, a)); break;
+        case RLX_OP_MUL: y = rlx_mul(t.g, x, in_f32(&t, s, a)); break;
+        case RLX_OP_SCALE: y = rlx_scale(t.g, x, k % 2 ? -2.0f : 0.37f); break;
+        case RLX_OP_SILU: y = rlx_silu(t.g, x); break;
+        case RLX_OP_GELU_TANH: y = rlx_gelu_tanh(t.g, x); break;
+        case RLX_OP_SOFTMAX: y = rlx_softmax(t.g, x); break;
+        default: y = rlx_argmax(t.g, x); break;
+        }
+        rlx_graph_mark_output(t.g, y, "y");
+        char label[64];
+        snprintf(label, sizeof label, "rank %d [%lld,%lld,%lld] |x|<=%g n_tok %d", cases[k].rank,
+                 (long long)cases[k].d0, (long long)cases[k].d1, (long long)cases[k].d2, (double)a,
+                 cases[k].n_tokens);
+        compare1(op, label, &t, cases[k].n_tokens);
+        tg_free(&t);
+    }
+}
+
+static void test_ADD(void) { elementwise_cases(RLX_OP_ADD, 4.0f); }
+static void test_MUL(void) { elementwise_cases(RLX_OP_MUL, 4.0f); }
+static void test_SCALE(void) { elementwise_cases(RLX_OP_SCALE, 4.0f); }
+static void test_SILU(void) {
+    elementwise_cases(RLX_OP_SILU, 1.0f);
+    elementwise_cases(RLX_OP_SILU, 100.0f);
+}
+static void test_GELU_TANH(void) {
+    elementwise_cases(RLX_OP_GELU_TANH, 1.0f);
+    elementwise_cases(RLX_OP_GELU_TANH, 100.0f);
+}
+static void test_SOFTMAX(void) {
+    elementwise_cases(RLX_OP_SOFTMAX, 1.0f);
+    elementwise_cases(RLX_OP_SOFTMAX, 30.0f);
+    tgraph t;
+    tg_init(&t);
+    rlx_graph_mark_output(t.g, rlx_softmax(t.g, in_f32(&t, shape(2, 2, 5000, 0), 10.0f)), "p");
+    compare1(RLX_OP_SOFTMAX, "[2,5000] |x|<=10", &t, 2);
+    tg_free(&t);
+}
+
+static void test_ARGMAX(void) {
+    elementwise_cases(RLX_OP_ARGMAX, 1.0f);
+    /* ties: the maximum appears twice; the first index wins */
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, 4, 777, 0), 1.0f);
+    float *v = t.in[0];
+    for (int r = 0; r < 4; r++) {
+        v[r * 777 + 5 + 100 * r] = 2.0f;
+        v[r * 777 + 700 - 50 * r] = 2.0f;
+    }
+    rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
+    compare1(RLX_OP_ARGMAX, "[4,777] with tied maxima", &t, 4);
+    tg_free(&t);
+}
+
+static void test_RESHAPE(void) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, 6, 4, 0), 1.0f);
+    rlx_node r = rlx_reshape(t.g, x, shape(3, 6, 2, 2));
+    rlx_graph_mark_output(t.g, r, "view");
+    rlx_graph_mark_output(t.g, rlx_scale(t.g, rlx_reshape(t.g, rlx_silu(t.g, r), shape(2, 6, 4, 0)), 3.0f), "y");
+    compare1(RLX_OP_RESHAPE, "[6,4] -> [6,2,2] -> [6,4]", &t, 6);
+    tg_free(&t);
+}
+
+static void test_LAST_ROW(void) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(3, 5, 3, 7), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_last_row(t.g, x), "f32");
+    rlx_graph_mark_output(t.g, rlx_last_row(t.g, rlx_argmax(t.g, rlx_reshape(t.g, x, shape(2, 5, 21, 0)))), "i32");
+    step steps[] = {{0, 3}, {0, 5}, {4, 1}};
+    compare(RLX_OP_LAST_ROW, "[5,3,7] f32 and i32", &t, steps, 3, true, TOL_F32);
+    tg_free(&t);
+}
+
+static void test_MOE_ROUTE(void) {
+    struct {
+        int64_t n, e;
+        int32_t k;
+        bool norm;
+    } cases[] = {{5, 4, 2, true}, {5, 4, 2, false}, {3, 60, 4, true}, {1, 8, 1, false}, {2, 128, 8, true}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tgraph t;
+        tg_init(&t);
+        rlx_node x = in_f32(&t, shape(2, cases[c].n, cases[c].e, 0), 3.0f);
+        if (c == 0) { /* ties between experts 1 and 3 */
+            float *v = t.in[0];
+            v[1] = v[3] = 5.0f;
+        }
+        rlx_graph_mark_output(t.g, rlx_moe_route(t.g, x, cases[c].k, cases[c].norm), "r");
+        char label[64];
+        snprintf(label, sizeof label, "[%lld,%lld] top %d%s", (long long)cases[c].n, (long long)cases[c].e,
+                 cases[c].k, cases[c].norm ? " norm" : "");
+        compare1(RLX_OP_MOE_ROUTE, label, &t, (int32_t)cases[c].n);
+        tg_free(&t);
+    }
+}
+
+static void moe_case(uint32_t type, int64_t n, int64_t e, int64_t f, int64_t d, bool dense_route) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, n, d, 0), 1.0f), route;
+    if (dense_route) {
+        route = in_f32(&t, shape(2, n, e, 0), 1.0f);
+    } else {
+        route = rlx_moe_route(t.g, in_f32(&t, shape(2, n, e, 0), 2.0f), 2, true);
+    }
+    rlx_node gate = weight(&t, type, 3, e, f, d), up = weight(&t, type, 3, e, f, d);
+    rlx_node down = weight(&t, type, 3, e, d, f);
+    rlx_graph_mark_output(t.g, rlx_moe_ffn(t.g, x, route, gate, up, down), "y");
+    char label[64];
+    snprintf(label, sizeof label, "%s n %lld E %lld F %lld D %lld%s", tname(type), (long long)n, (long long)e,
+             (long long)f, (long long)d, dense_route ? " dense" : " top2");
+    compare1(RLX_OP_MOE_FFN, label, &t, (int32_t)(n > 1 ? n - 1 : n));
+    tg_free(&t);
+}
+
+static void test_MOE_FFN(void) {
+    moe_case(RLX_DTYPE_F32, 3, 4, 64, 32, false);
+    moe_case(RLX_DTYPE_F16, 5, 4, 32, 96, false);
+    moe_case(RLX_DTYPE_Q8_0, 2, 6, 64, 64, true);
+    moe_case(RLX_DTYPE_Q4_K, 3, 4, 256, 256, false);
+    moe_case(RLX_DTYPE_Q6_K, 1, 8, 256, 256, false);
+}
+
+typedef void (*op_test)(void);
+static const op_test op_tests[RLX_OP_COUNT] = {
+#define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
+#include "ir/ops.def"
+#undef RLX_OP
+};
+
+/* Weights larger than one binding are split into row parts (forced here with a small limit). */
+static void test_split_weights(void) {
+    setenv("RLX_VK_MAX_BINDING_BYTES", "8192", 1);
+    rlx_backend *small = vkt_backend();
+    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_backend *saved = g_vk;
+    g_vk = small;
+    tgraph t;
+    tg_init(&t);
+    rlx_node ids = in_ids(&t, 4, 0, 299);
+    ((int32_t *)t.in[0])[3] = 299;
+    rlx_node x = in_f32(&t, shape(2, 3, 256, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, RLX_DTYPE_Q8_0, 2, 300, 256, 0), ids), "e");
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, RLX_DTYPE_Q4_K, 2, 300, 256, 0)), "y");
+    compare1(RLX_OP_MATMUL, "weights split in parts of <= 8 KiB", &t, 3);
+    tg_free(&t);
+    g_vk = saved;
+    rlx_backend_destroy(small);
+}
+
+int main(void) {
+    g_vk = vkt_backend();
+    if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
+    for (int op = 0; op < RLX_OP_COUNT; op++) {
+        printf("%s\n", rlx_op_name((rlx_op)op));
+        op_tests[op]();
+        T_CHECK(g_cases[op] > 0, "op %s: no parity case compared anything", rlx_op_name((rlx_op)op));
+    }
+    test_split_weights();
+    printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
+    for (int op = 0; op < RLX_OP_COUNT; op++)
+        printf("  %-10s %.2e over %d outputs\n", rlx_op_name((rlx_op)op), g_worst[op], g_cases[op]);
+    rlx_backend_destroy(g_vk);
+    rlx_backend_destroy(g_cpu);
+    vkt_check_validation();
+    return t_summary("test_vk_ops");
+}
