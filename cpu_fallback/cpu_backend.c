@@ -215,7 +215,8 @@ static rlx_status copy_graph(rlx_session *s, const rlx_graph *g, rlx_program *p)
 }
 
 static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out) {
-    if (!s || !g || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu compile: session, graph and out are required");
+    if (!s || !g || !out)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu compile: session, graph and out are required");
     rlx_status st = rlx_graph_verify(g);
     if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
     rlx_program *p = calloc(1, sizeof *p);

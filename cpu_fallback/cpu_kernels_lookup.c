@@ -48,12 +48,13 @@ rlx_status rlx_cpu_op_EMBED(const rlx_cpu_exec *ex, rlx_node i) {
 }
 
 rlx_status rlx_cpu_op_LAST_ROW(const rlx_cpu_exec *ex, rlx_node i) {
-    const rlx_cpu_node *x = cpu_node(ex, cpu_node(ex, i)->info.in[0]);
+    rlx_node xi = cpu_node(ex, i)->info.in[0];
+    const rlx_cpu_node *x = cpu_node(ex, xi);
     int64_t row = ex->n_tokens - 1, inner = cpu_inner(x);
     if (row >= x->info.shape.dim[0])
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d LAST_ROW: row n_tokens - 1 = %" PRId64
                           " is outside the input's %" PRId64 " rows", i, row, x->info.shape.dim[0]);
-    memcpy(ex->p->data[i], (const uint8_t *)ex->p->data[x - ex->p->nodes] + (size_t)(row * inner) * 4,
-           (size_t)inner * 4);
+    /* F32 and I32 elements are both 4 bytes */
+    memcpy(ex->p->data[i], (const uint8_t *)ex->p->data[xi] + (size_t)(row * inner) * 4, (size_t)inner * 4);
     return NULL;
 }

@@ -285,7 +285,8 @@ static void test_WEIGHT(void) {
     g = new_graph();
     x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){3, 40}));
     rlx_graph_mark_output(g, rlx_add(g, x, rlx_weight_node(g, "bias.f16", RLX_DTYPE_F32, weight_shape(b16))), "y");
-    T_ERR(run_on(g_cpu, g, &e), RLX_ERR_INVALID_ARGUMENT, "'bias.f16' is declared F32[3, 40] but the session holds F16[3, 40]");
+    T_ERR(run_on(g_cpu, g, &e), RLX_ERR_INVALID_ARGUMENT,
+          "'bias.f16' is declared F32[3, 40] but the session holds F16[3, 40]");
     rlx_graph_destroy(g);
     g = new_graph();
     x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){40, 3}));
@@ -376,16 +377,19 @@ static void test_EMBED(void) {
 }
 
 /* y = x @ w^T for every weight type, K odd multiples of the block size, M and n odd. */
-static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t n, int32_t n_tokens, int rank, stats *st) {
+/* w_input: w is an F32 INPUT (an activation), not a WEIGHT. */
+static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t n, int32_t n_tokens, int rank, bool w_input,
+                        stats *st) {
     test_weights tw = {0};
     const rlx_weight *w = add_weight(&tw, "w", type, 2, (int64_t[]){m, k});
     int64_t mid = rank == 3 ? 2 : 1, rows = n * mid;
     rlx_graph *g = new_graph();
     rlx_shape xs = rank == 3 ? rlx_shape_make(3, (int64_t[]){n, mid, k}) : rlx_shape_make(2, (int64_t[]){n, k});
     rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, xs);
-    rlx_graph_mark_output(g, rlx_matmul(g, x, weight_node(g, w)), "y");
+    rlx_node wn = w_input ? rlx_input(g, "w", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){m, k})) : weight_node(g, w);
+    rlx_graph_mark_output(g, rlx_matmul(g, x, wn), "y");
     float *xin = rand_f32((size_t)(rows * k), 1.0f), *y = calloc((size_t)(rows * m), sizeof *y);
-    run_spec r = {.tw = &tw, .n_tokens = n_tokens, .inputs = (const void *[]){xin}, .outputs = (void *[]){y}};
+    run_spec r = {.tw = &tw, .n_tokens = n_tokens, .inputs = (const void *[]){xin, w->data}, .outputs = (void *[]){y}};
     T_OK(run_on(g_cpu, g, &r));
     double *wv = weight_values(w);
     int64_t valid = (int64_t)n_tokens * mid;
@@ -420,12 +424,14 @@ static void test_MATMUL(void) {
             if (ks[ki] % block_of(all_types[t]) != 0) continue;
             stats st = stats_new();
             for (size_t mi = 0; mi < 2; mi++)
-                for (size_t ni = 0; ni < 3; ni++) matmul_case(all_types[t], ks[ki], ms[mi], ns[ni], (int32_t)ns[ni], 2, &st);
-            matmul_case(all_types[t], ks[ki], 5, 17, 9, 2, &st); /* padding rows past n_tokens */
-            matmul_case(all_types[t], ks[ki], 5, 3, 3, 3, &st);  /* x [n, 2, K] */
+                for (size_t ni = 0; ni < 3; ni++)
+                    matmul_case(all_types[t], ks[ki], ms[mi], ns[ni], (int32_t)ns[ni], 2, false, &st);
+            matmul_case(all_types[t], ks[ki], 5, 17, 9, 2, false, &st); /* padding rows past n_tokens */
+            matmul_case(all_types[t], ks[ki], 5, 3, 3, 3, false, &st);  /* x [n, 2, K] */
+            if (all_types[t] == RLX_DTYPE_F32) matmul_case(all_types[t], ks[ki], 9, 3, 3, 2, true, &st);
             char label[96];
-            snprintf(label, sizeof label, "MATMUL %s K=%ld M={1,5,67} n={1,3,17}", rlx_dtype_name(all_types[t]),
-                     (long)ks[ki]);
+            snprintf(label, sizeof label, "MATMUL %s K=%ld M={1,5,67} n={1,3,17}%s", rlx_dtype_name(all_types[t]),
+                     (long)ks[ki], all_types[t] == RLX_DTYPE_F32 ? ", w also an input" : "");
             stats_check(label, &st, 1e-30, 1e-5, 1e-10);
         }
 }
@@ -485,7 +491,8 @@ static void rope_case(rlx_rope_layout layout, int32_t dh, int32_t n_rot, bool wi
     rlx_graph_mark_output(g, rlx_rope(g, x, ffw ? weight_node(g, ffw) : RLX_NO_NODE, a), "y");
     size_t numel = (size_t)n * H * (size_t)dh;
     float *xin = rand_f32(numel, 2.0f), *y = malloc(numel * sizeof *y);
-    run_spec r = {.tw = &tw, .n_past = n_past, .n_tokens = n, .inputs = (const void *[]){xin}, .outputs = (void *[]){y}};
+    run_spec r = {.tw = &tw, .n_past = n_past, .n_tokens = n, .inputs = (const void *[]){xin},
+                  .outputs = (void *[]){y}};
     T_OK(run_on(g_cpu, g, &r));
     double *ref = malloc(numel * sizeof *ref);
     for (size_t i = 0; i < numel; i++) ref[i] = xin[i]; /* dims past n_rot pass through */
@@ -718,7 +725,8 @@ static void test_ARGMAX(void) {
             if (x[i * V + k] > x[i * V + best]) best = k;
         wrong += ids[i] != best;
     }
-    printf("  ARGMAX [5, 33] with ties and -inf: %d of %d rows wrong (row 1 tie -> %d, expected 3)\n", wrong, N, ids[1]);
+    printf("  ARGMAX [5, 33] with ties and -inf: %d of %d rows wrong (row 1 tie -> %d, expected 3)\n", wrong, N,
+           ids[1]);
     T_CHECK(wrong == 0 && ids[0] == 0 && ids[1] == 3 && ids[2] == V - 1, "ARGMAX: %d rows wrong", wrong);
     free(x);
     rlx_graph_destroy(g);
@@ -906,7 +914,8 @@ static void test_threads_bitwise(void) {
         rlx_graph_mark_output(g, rlx_matmul(g, flat, weight_node(g, w)), "y");
         rlx_graph_mark_output(g, rlx_attention(g, x, k, k, 0.1f, 0), "o");
         float *xi = rand_f32(17 * 512, 1.0f), *ki = rand_f32(40 * 256, 1.0f);
-        float *y1 = malloc(17 * 301 * 4), *y4 = malloc(17 * 301 * 4), *o1 = malloc(17 * 512 * 4), *o4 = malloc(17 * 512 * 4);
+        float *y1 = malloc(17 * 301 * 4), *y4 = malloc(17 * 301 * 4);
+        float *o1 = malloc(17 * 512 * 4), *o4 = malloc(17 * 512 * 4);
         run_spec r1 = {.tw = &tw, .n_past = 20, .n_tokens = 17, .inputs = (const void *[]){xi, ki},
                        .outputs = (void *[]){y1, o1}};
         run_spec r4 = r1;
@@ -950,7 +959,8 @@ static void test_run_args(void) {
     /* a graph that does not verify does not compile */
     g = new_graph();
     x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){4, 3}));
-    rlx_graph_mark_output(g, rlx_add(g, x, rlx_input(g, "z", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){4, 2}))), "y");
+    rlx_node z = rlx_input(g, "z", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){4, 2}));
+    rlx_graph_mark_output(g, rlx_add(g, x, z), "y");
     r.inputs = (const void *[]){xi, xi};
     T_ERR(run_on(g_cpu, g, &r), RLX_ERR_INVALID_ARGUMENT, "%2 ADD: a [4, 3] and b [4, 2] differ in shape");
     rlx_graph_destroy(g);

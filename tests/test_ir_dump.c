@@ -13,7 +13,8 @@ int main(void) {
     rlx_node ids = rlx_input(g, "ids", RLX_DTYPE_I32, rlx_shape_make(1, (int64_t[]){7}));
     rlx_node tok = rlx_weight_node(g, "token_embd.weight", RLX_DTYPE_Q8_0, rlx_shape_make(2, (int64_t[]){512, 64}));
     rlx_node x = rlx_embed(g, tok, ids);
-    rlx_node n = rlx_rms_norm(g, x, rlx_weight_node(g, "norm", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){64})), 1e-6f);
+    rlx_node nw = rlx_weight_node(g, "norm", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){64}));
+    rlx_node n = rlx_rms_norm(g, x, nw, 1e-6f);
     rlx_node q = rlx_rope(g, rlx_reshape(g, n, rlx_shape_make(3, (int64_t[]){7, 2, 32})), RLX_NO_NODE,
                           (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, 32, 1e6f});
     rlx_node kc = rlx_kv_write(g, rlx_kv_cache(g, 1, true, 16, 2, 32), q);

@@ -122,7 +122,8 @@ static void shape_ROPE(void) {
                  "n_rot 66 must be even and in [2, head size 64]");
     x = in_f32("x", S3(7, 4, 64));
     expect_error("ROPE freq_factors [32] for n_rot 32",
-                 rlx_rope(g, x, w_of("ff", RLX_DTYPE_F32, S1(32)), partial), "freq_factors [32], expected [n_rot/2 = 16]");
+                 rlx_rope(g, x, w_of("ff", RLX_DTYPE_F32, S1(32)), partial),
+                 "freq_factors [32], expected [n_rot/2 = 16]");
     x = in_f32("x", S2(7, 256));
     expect_error("ROPE of a rank-2 x", rlx_rope(g, x, RLX_NO_NODE, neox), "x [7, 256] has rank 2, expected 3");
 }
