@@ -146,8 +146,10 @@ static bool shape_leaf(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e
 
 static bool shape_embed(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *table = input(g, n, 0), *ids = input(g, n, 1);
-    bool ok = check_rank(table, "table", 2, 2, e) & check_weight_operand(table, "table", e) &
-              check_rank(ids, "ids", 1, 1, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_rank(table, "table", 2, 2, e);
+    ok &= check_weight_operand(table, "table", e);
+    ok &= check_rank(ids, "ids", 1, 1, e);
     if (ids->dtype != RLX_DTYPE_I32) {
         rlx_shape_error(e, "ids are %s, expected I32", rlx_dtype_name(ids->dtype));
         ok = false;
@@ -160,7 +162,10 @@ static bool shape_embed(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *
 
 static bool shape_matmul(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *w = input(g, n, 1);
-    bool ok = check_f32_operand(x, "x", e) & check_rank(w, "w", 2, 2, e) & check_weight_operand(w, "w", e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_rank(w, "w", 2, 2, e);
+    ok &= check_weight_operand(w, "w", e);
     if (!ok) return false;
     if (last_dim(&x->shape) != w->shape.dim[1]) {
         rlx_shape_error(e, "x has %" PRId64 " columns but w %s has %" PRId64, last_dim(&x->shape),
@@ -175,7 +180,10 @@ static bool shape_matmul(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors 
 
 static bool shape_rms_norm(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *w = input(g, n, 1);
-    bool ok = check_f32_operand(x, "x", e) & check_f32_operand(w, "w", e) & check_rank(w, "w", 1, 1, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_f32_operand(w, "w", e);
+    ok &= check_rank(w, "w", 1, 1, e);
     if (!ok) return false;
     if (w->shape.dim[0] != last_dim(&x->shape)) {
         rlx_shape_error(e, "x %s has rows of %" PRId64 " but w %s has %" PRId64, SHAPE_STR(x->shape),
@@ -194,7 +202,9 @@ static bool shape_rms_norm(const rlx_graph *g, rlx_node_info *n, rlx_shape_error
 static bool shape_rope(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *ff = input(g, n, 1);
     const rlx_rope_attrs *r = &n->attrs.rope;
-    bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 3, 3, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_rank(x, "x", 3, 3, e);
     if (!ok) return false;
     int64_t dh = x->shape.dim[2];
     if (r->layout != RLX_ROPE_LAYOUT_NORMAL && r->layout != RLX_ROPE_LAYOUT_NEOX) {
@@ -209,13 +219,14 @@ static bool shape_rope(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e
         rlx_shape_error(e, "freq_base %g is not > 0", (double)r->freq_base);
         ok = false;
     }
-    if (ff && (check_f32_operand(ff, "freq_factors", e) & check_rank(ff, "freq_factors", 1, 1, e))) {
-        if (ff->shape.dim[0] != r->n_rot / 2) {
+    if (ff) {
+        bool ff_ok = check_f32_operand(ff, "freq_factors", e);
+        ff_ok &= check_rank(ff, "freq_factors", 1, 1, e);
+        if (ff_ok && ff->shape.dim[0] != r->n_rot / 2) {
             rlx_shape_error(e, "freq_factors %s, expected [n_rot/2 = %d]", SHAPE_STR(ff->shape), r->n_rot / 2);
-            ok = false;
+            ff_ok = false;
         }
-    } else if (ff) {
-        ok = false;
+        ok &= ff_ok;
     }
     n->dtype = RLX_DTYPE_F32;
     n->shape = x->shape;
@@ -224,7 +235,9 @@ static bool shape_rope(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e
 
 static bool shape_kv_write(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *cache = input(g, n, 0), *x = input(g, n, 1);
-    bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 3, 3, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_rank(x, "x", 3, 3, e);
     if (cache->op != RLX_OP_KV_CACHE && cache->op != RLX_OP_KV_WRITE) {
         rlx_shape_error(e, "cache is %s, expected a KV_CACHE or KV_WRITE node", rlx_op_name(cache->op));
         ok = false;
@@ -242,8 +255,13 @@ static bool shape_kv_write(const rlx_graph *g, rlx_node_info *n, rlx_shape_error
 
 static bool shape_attention(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
-    bool ok = check_f32_operand(q, "q", e) & check_f32_operand(k, "k", e) & check_f32_operand(v, "v", e) &
-              check_rank(q, "q", 3, 3, e) & check_rank(k, "k", 3, 3, e) & check_rank(v, "v", 3, 3, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(q, "q", e);
+    ok &= check_f32_operand(k, "k", e);
+    ok &= check_f32_operand(v, "v", e);
+    ok &= check_rank(q, "q", 3, 3, e);
+    ok &= check_rank(k, "k", 3, 3, e);
+    ok &= check_rank(v, "v", 3, 3, e);
     if (!ok) return false;
     if (q->shape.dim[2] != k->shape.dim[2]) {
         rlx_shape_error(e, "q %s and k %s differ in head size", SHAPE_STR(q->shape), SHAPE_STR(k->shape));
@@ -269,7 +287,9 @@ static bool shape_attention(const rlx_graph *g, rlx_node_info *n, rlx_shape_erro
 
 static bool shape_binary(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *a = input(g, n, 0), *b = input(g, n, 1);
-    bool ok = check_f32_operand(a, "a", e) & check_f32_operand(b, "b", e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(a, "a", e);
+    ok &= check_f32_operand(b, "b", e);
     if (ok && !same_shape(&a->shape, &b->shape)) {
         rlx_shape_error(e, "a %s and b %s differ in shape", SHAPE_STR(a->shape), SHAPE_STR(b->shape));
         ok = false;
@@ -341,10 +361,17 @@ static bool shape_last_row(const rlx_graph *g, rlx_node_info *n, rlx_shape_error
 static bool shape_moe_ffn(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *route = input(g, n, 1);
     const rlx_node_info *gate = input(g, n, 2), *up = input(g, n, 3), *down = input(g, n, 4);
-    bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 2, 2, e) & check_f32_operand(route, "route", e) &
-              check_rank(route, "route", 2, 2, e) & check_weight_operand(gate, "gate", e) &
-              check_weight_operand(up, "up", e) & check_weight_operand(down, "down", e) &
-              check_rank(gate, "gate", 3, 3, e) & check_rank(up, "up", 3, 3, e) & check_rank(down, "down", 3, 3, e);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_rank(x, "x", 2, 2, e);
+    ok &= check_f32_operand(route, "route", e);
+    ok &= check_rank(route, "route", 2, 2, e);
+    ok &= check_weight_operand(gate, "gate", e);
+    ok &= check_weight_operand(up, "up", e);
+    ok &= check_weight_operand(down, "down", e);
+    ok &= check_rank(gate, "gate", 3, 3, e);
+    ok &= check_rank(up, "up", 3, 3, e);
+    ok &= check_rank(down, "down", 3, 3, e);
     if (!ok) return false;
     int64_t n_rows = x->shape.dim[0], d = x->shape.dim[1], n_exp = gate->shape.dim[0], f = gate->shape.dim[1];
     if (route->shape.dim[0] != n_rows || route->shape.dim[1] != n_exp) {
