@@ -191,6 +191,7 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     const char *dbg = getenv("RLX_VK_DEBUG");
     b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
     rlx_status s = rlx_vk_device_open(device, &b->dev);
+    if (s) s = rlx_status_annotate(s, "vulkan backend");
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_DEVICE, &b->dev_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_UPLOAD, &b->up_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_READBACK, &b->rb_heap);
