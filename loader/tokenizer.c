@@ -55,6 +55,7 @@ int rlx_tok_byte_token_value(const char *text, size_t len) {
 /* ---- tables built after loading ---- */
 
 static bool text_in(const char *s, size_t n, const char *const *list, size_t count) {
+    if (n < 3 || s[0] != '<' || s[n - 1] != '>') return false; /* every listed text is <...> */
     for (size_t i = 0; i < count; i++)
         if (strlen(list[i]) == n && !memcmp(list[i], s, n)) return true;
     return false;
