@@ -30,7 +30,8 @@ expect() {
   fi
 }
 
-G=(generate -m "$MODEL")
+# the CPU reference backend unless RLX_TEST_BACKEND names another
+G=(generate -m "$MODEL" --backend "${RLX_TEST_BACKEND:-cpu}")
 # bad or missing arguments: exit 2
 expect 2 "missing -m" -- generate --tokens 1,2 -n 4
 expect 2 "missing --tokens" -- generate -m "$MODEL" -n 4
@@ -55,7 +56,7 @@ expect 1 "512" -- logits -m "$MODEL" --tokens 600,1 -o "$TMP/x.f32"
 expect 1 "no such file" -- generate -m "$TMP/missing.gguf" --tokens 1 -n 4
 expect 1 "context" -- "${G[@]}" --ctx 4 --tokens 1,2,3,4,5 -n 1
 expect 1 "context" -- "${G[@]}" --ctx 8 --tokens 1,2,3,4,5,6 -n 8
-expect 1 "vulkan" -- "${G[@]}" --backend vulkan --tokens 1,2 -n 4
+expect 1 "unknown backend 'bogus'" -- generate -m "$MODEL" --backend bogus --tokens 1,2 -n 4
 expect 1 "x.f32" -- logits -m "$MODEL" --tokens 1,2 -o "$TMP/no/such/dir/x.f32"
 
 # A GGUF whose metadata no longer matches its tensors: llama.embedding_length doubled in place.

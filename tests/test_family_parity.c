@@ -26,6 +26,13 @@
 #define TOL_FLOAT 1e-3
 #define TOL_QUANT 3e-2
 
+/* The CPU reference backend unless RLX_TEST_BACKEND names another: the tolerances here are those
+ * of f32 compute on the CPU. */
+static const char *test_backend(void) {
+    const char *b = getenv("RLX_TEST_BACKEND");
+    return b && *b ? b : "cpu";
+}
+
 static const char *const ALL_MODELS[] = {"hf", "F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0"};
 #define N_ALL_MODELS (sizeof ALL_MODELS / sizeof ALL_MODELS[0])
 
@@ -143,6 +150,7 @@ static void set_path(rlx_runner_opts *o, int path) {
 
 static void check_greedy(const model_case *mc, int path, model_result *res) {
     rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = test_backend();
     set_path(&o, path);
     rlx_runner *r = NULL;
     if (!T_OK(rlx_runner_open(mc->path, &o, &r))) return;
@@ -180,10 +188,12 @@ static void run_model(const model_case *mc, const json_t *ref_hf) {
     model_result res = {0};
     rlx_runner *r = NULL;
     rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = test_backend();
     if (!T_OK(rlx_runner_open(mc->path, &o, &r))) return;
     T_CHECK(rlx_runner_vocab_size(r) == json_integer_value(json_object_get(mc->ref, "vocab_size")),
             "%s: vocab_size %d, reference says %lld", mc->label, rlx_runner_vocab_size(r),
             (long long)json_integer_value(json_object_get(mc->ref, "vocab_size")));
+    printf("%s on %s\n", rlx_runner_family(r), rlx_runner_backend_name(r));
     check_last_logits(r, mc, &res);
     bool do_all = !strcmp(mc->label, "hf") || !strcmp(mc->label, "F32");
     if (do_all) check_all_logits(r, mc, ref_hf, &res);

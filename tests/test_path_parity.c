@@ -23,6 +23,13 @@
 #define PATH_TOL 1e-5
 
 enum { BUCKETED, EXACT, NAIVE, NO_PREFILL_CACHE, N_RUNNERS };
+/* The CPU reference backend unless RLX_TEST_BACKEND names another: the tolerances here are those
+ * of f32 compute on the CPU. */
+static const char *test_backend(void) {
+    const char *b = getenv("RLX_TEST_BACKEND");
+    return b && *b ? b : "cpu";
+}
+
 static const char *const RUNNER_NAMES[N_RUNNERS] = {"bucketed", "exact", "naive", "no-prefill-cache"};
 
 /* Two prompts: one token (the smallest prefill), and 7 tokens so that 32 steps cross the decode
@@ -59,6 +66,7 @@ static bool open_all(const char *path, runners *rs) {
     rs->model = path;
     for (int i = 0; i < N_RUNNERS; i++) {
         rlx_runner_opts o = rlx_runner_opts_default();
+        o.backend = test_backend();
         o.no_buckets = i == EXACT;
         o.no_kv_cache = i == NAIVE;
         o.no_prefill_cache = i == NO_PREFILL_CACHE;

@@ -15,6 +15,13 @@
 #include "rlx/runner.h"
 #include "test_util.h"
 
+/* The CPU reference backend unless RLX_TEST_BACKEND names another: the tolerances here are those
+ * of f32 compute on the CPU. */
+static const char *test_backend(void) {
+    const char *b = getenv("RLX_TEST_BACKEND");
+    return b && *b ? b : "cpu";
+}
+
 static void check_token_errors(rlx_runner *r) {
     int32_t v = rlx_runner_vocab_size(r);
     float *logits = malloc((size_t)v * sizeof *logits);
@@ -57,6 +64,7 @@ static void check_token_errors(rlx_runner *r) {
 /* A runner with n_ctx = 8: prompts and generations past it are refused, decode stops at the edge. */
 static void check_context_errors(const char *path) {
     rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = test_backend();
     o.n_ctx = 8;
     rlx_runner *r = NULL;
     if (!T_OK(rlx_runner_open(path, &o, &r))) return;
@@ -133,6 +141,7 @@ static size_t find_bytes(const unsigned char *hay, size_t n, const char *needle)
 static bool open_fails(const char *what, const char *path, rlx_code code) {
     rlx_runner *r = NULL;
     rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = test_backend();
     rlx_status s = rlx_runner_open(path, &o, &r);
     T_CHECK(s != NULL && r == NULL, "%s: rlx_runner_open succeeded", what);
     if (!s) {
@@ -195,6 +204,7 @@ int main(int argc, char **argv) {
     printf("model: %s\n", path);
     rlx_runner *r = NULL;
     rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = test_backend();
     if (T_OK(rlx_runner_open(path, &o, &r))) {
         check_token_errors(r);
         rlx_runner_close(r);

@@ -147,6 +147,8 @@ rlx_status rlx_cli_model_option(int argc, char **argv, int *i, rlx_cli_model_arg
         RLX_TRY(rlx_cli_parse_ids("--tokens", v, &a->ids, &a->n_ids));
     } else if (rlx_cli_is(arg, "--backend", true)) {
         RLX_TRY(rlx_cli_take_value(argc, argv, i, "--backend", &a->opts.backend));
+    } else if (rlx_cli_is(arg, "--device", true)) {
+        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--device", &a->opts.device));
     } else if (rlx_cli_is(arg, "-t", true) || rlx_cli_is(arg, "--threads", true)) {
         RLX_TRY(rlx_cli_take_value(argc, argv, i, "--threads", &v));
         RLX_TRY(rlx_cli_parse_i64("--threads", v, 0, 1024, &n));

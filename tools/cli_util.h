@@ -44,14 +44,17 @@ typedef struct rlx_cli_model_args {
     const char *model;    /* borrowed from argv */
     int32_t *ids;         /* owned (free()), n_ids; NULL until --tokens */
     int32_t n_ids;
-    rlx_runner_opts opts; /* backend: borrowed from argv */
+    rlx_runner_opts opts; /* backend, device: borrowed from argv */
 } rlx_cli_model_args;
 
 #define RLX_CLI_MODEL_HELP                                                                         \
     "  -m, --model PATH     a GGUF file or an HF model directory (config.json + *.safetensors)\n"   \
-    "  --tokens IDS         the prompt as comma-separated token ids, e.g. 1,403,407 (there is no\n" \
-    "                       tokenizer yet: it comes in a later issue)\n"                            \
-    "  --backend NAME       cpu is the only backend built so far (default: the runner picks it)\n"   \
+    "  --tokens IDS         the prompt as comma-separated token ids, e.g. 1,403,407\n"              \
+    "                       (`rlx tokenize -m PATH --ids -p TEXT` gives the ids of a text)\n"       \
+    "  --backend NAME       cpu or vulkan (default: a Vulkan GPU when the build and the machine\n"  \
+    "                       have one, else cpu)\n"                                                   \
+    "  --device NAME        the Vulkan device, by index or name substring (default:\n"             \
+    "                       $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"              \
     "  -t, --threads N      CPU threads (default 0: every online core)\n"                            \
     "  --ctx N              context length (default 0: min(the model's training context, 4096))\n"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_sampling.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "rlx/runner.h"
@@ -13,23 +14,16 @@ static void usage(FILE *f) {
             "usage: rlx generate -m PATH --tokens IDS -n N [options]\n"
             "\n"
             "Generates up to N tokens after the prompt and prints their ids on stdout, space-separated\n"
-            "on one line. Prompts are token ids and so is the output, with or without --ids: there is\n"
-            "no tokenizer yet (it comes in a later issue). Generation stops after N tokens, or at the\n"
-            "model's end-of-sequence token unless --ignore-eos. Prefill and decode speed go to stderr.\n"
+            "on one line, as they come. It is the validation tool: ids in, ids out, with or without\n"
+            "--ids (`rlx run` takes and prints text).\n"
+            "Generation stops after N tokens, or at the model's end-of-sequence token unless\n"
+            "--ignore-eos. Prefill and decode speed go to stderr.\n"
             "\n"
             "options:\n" RLX_CLI_MODEL_HELP
             "  -n, --n-predict N    how many tokens to generate at most (>= 1)\n"
             "  --ids                print token ids (the only output format so far)\n"
-            "  --ignore-eos         keep going past the end-of-sequence token\n"
-            "\n"
-            "sampling (applied in llama.cpp's order: penalty, top-k, top-p, min-p, temperature):\n"
-            "  --temp T             temperature; 0 = greedy argmax (default 0)\n"
-            "  --top-k K            keep the K most likely tokens; 0 = off (default)\n"
-            "  --top-p P            keep the smallest set with probability >= P; 1 = off (default)\n"
-            "  --min-p M            keep tokens with p >= M * p_max; 0 = off (default)\n"
-            "  --repeat-penalty R   penalise ids seen in the last --repeat-last-n; 1 = off (default)\n"
-            "  --repeat-last-n N    the penalty's window (default 64)\n"
-            "  --seed S             random seed; the same seed gives the same ids (default 0)\n"
+            "\n" RLX_CLI_SAMPLING_HELP
+            "  defaults: greedy (--temp 0), every filter off, --seed 0\n"
             "\n"
             "generator paths (for validation; the default is the fast one):\n"
             "  --no-cache           no KV cache: recompute the whole sequence every step (the reference)\n"
@@ -47,59 +41,8 @@ typedef struct {
     bool help;
 } generate_args;
 
-/* The sampling options: a table keeps parse() short. */
-typedef enum { OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_PENALTY, OPT_LAST_N, OPT_SEED, OPT_N } num_opt;
-static const struct {
-    const char *name;
-    num_opt which;
-} num_opts[] = {
-    {"--temp", OPT_TEMP},       {"--top-k", OPT_TOP_K},          {"--top-p", OPT_TOP_P},
-    {"--min-p", OPT_MIN_P},     {"--repeat-penalty", OPT_PENALTY}, {"--repeat-last-n", OPT_LAST_N},
-    {"--seed", OPT_SEED},       {"-n", OPT_N},                   {"--n-predict", OPT_N},
-};
-
-static rlx_status set_number(generate_args *a, num_opt which, const char *name, const char *v) {
-    double d = 0;
-    int64_t k = 0;
-    switch (which) {
-    case OPT_TEMP:
-        RLX_TRY(rlx_cli_parse_f64(name, v, 0, 1e6, &d));
-        a->sample.temperature = (float)d;
-        break;
-    case OPT_TOP_P:
-        RLX_TRY(rlx_cli_parse_f64(name, v, 0, 1, &d));
-        a->sample.top_p = (float)d;
-        break;
-    case OPT_MIN_P:
-        RLX_TRY(rlx_cli_parse_f64(name, v, 0, 1, &d));
-        a->sample.min_p = (float)d;
-        break;
-    case OPT_PENALTY:
-        RLX_TRY(rlx_cli_parse_f64(name, v, 0, 1e6, &d));
-        a->sample.repeat_penalty = (float)d;
-        break;
-    case OPT_TOP_K:
-        RLX_TRY(rlx_cli_parse_i64(name, v, 0, INT32_MAX, &k));
-        a->sample.top_k = (int32_t)k;
-        break;
-    case OPT_LAST_N:
-        RLX_TRY(rlx_cli_parse_i64(name, v, 0, INT32_MAX, &k));
-        a->sample.repeat_last_n = (int32_t)k;
-        break;
-    case OPT_SEED:
-        RLX_TRY(rlx_cli_parse_u64(name, v, &a->sample.seed));
-        break;
-    case OPT_N:
-        RLX_TRY(rlx_cli_parse_i64(name, v, 1, INT32_MAX, &k));
-        a->n_new = (int32_t)k;
-        break;
-    }
-    return NULL;
-}
-
 static bool flag(generate_args *a, const char *arg) {
     if (!strcmp(arg, "--ids")) return true; /* ids are the only output so far */
-    if (!strcmp(arg, "--ignore-eos")) return a->sample.ignore_eos = true;
     if (!strcmp(arg, "--no-cache")) return a->m.opts.no_kv_cache = true;
     if (!strcmp(arg, "--no-buckets")) return a->m.opts.no_buckets = true;
     if (!strcmp(arg, "--no-prefill-cache")) return a->m.opts.no_prefill_cache = true;
@@ -112,15 +55,17 @@ static rlx_status parse(int argc, char **argv, generate_args *a) {
         bool matched;
         RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
         if (matched || flag(a, argv[i])) continue;
-        for (size_t j = 0; j < sizeof num_opts / sizeof num_opts[0] && !matched; j++) {
-            if (!rlx_cli_is(argv[i], num_opts[j].name, true)) continue;
-            const char *v;
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, num_opts[j].name, &v));
-            RLX_TRY(set_number(a, num_opts[j].which, num_opts[j].name, v));
-            matched = true;
+        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
+        if (matched) continue;
+        if (rlx_cli_is(argv[i], "-n", true) || rlx_cli_is(argv[i], "--n-predict", true)) {
+            const char *name = argv[i][1] == '-' ? "--n-predict" : "-n", *v;
+            int64_t n;
+            RLX_TRY(rlx_cli_take_value(argc, argv, &i, name, &v));
+            RLX_TRY(rlx_cli_parse_i64(name, v, 1, INT32_MAX, &n));
+            a->n_new = (int32_t)n;
+            continue;
         }
-        if (!matched)
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", argv[i]);
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", argv[i]);
     }
     if (a->help) return NULL;
     RLX_TRY(rlx_cli_model_check(&a->m));
