@@ -10,5 +10,7 @@ int rlx_cmd_generate(int argc, char **argv);
 int rlx_cmd_tokenize(int argc, char **argv);
 int rlx_cmd_detokenize(int argc, char **argv);
 int rlx_cmd_devices(int argc, char **argv);
+int rlx_cmd_quantize(int argc, char **argv);
+int rlx_cmd_synth(int argc, char **argv);
 
 #endif

@@ -19,6 +19,8 @@ static const command commands[] = {
     {"tokenize", rlx_cmd_tokenize, "text to token ids with a model's tokenizer"},
     {"detokenize", rlx_cmd_detokenize, "token ids to text with a model's tokenizer"},
     {"devices", rlx_cmd_devices, "list Vulkan devices with their index and capabilities"},
+    {"quantize", rlx_cmd_quantize, "quantize an F32/F16/BF16 GGUF (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ...)"},
+    {"synth", rlx_cmd_synth, "write a random-weight GGUF shaped like a real model (qwen3-0.6b, qwen3-8b, ...)"},
 };
 
 static void usage(FILE *f) {
