@@ -31,7 +31,8 @@ typedef struct {
     size_t *len;
     uint8_t *type;
     uint8_t *flags;
-    uint32_t n;
+    uint32_t n;   /* ids 0 .. n-1 are in use */
+    uint32_t cap; /* allocated entries */
 } staging;
 
 typedef struct {
@@ -61,15 +62,20 @@ static rlx_status load_json(const char *path, bool as_real, json_t **out) {
 static rlx_status staging_grow(staging *st, uint32_t n, const char *what) {
     if (n <= st->n) return NULL;
     if (n > MAX_HF_VOCAB) return rlx_errorf(RLX_ERR_BAD_FILE, "%s: token id %" PRIu32 " is absurdly large", what, n - 1);
-    const char **text = realloc(st->text, n * sizeof *text);
-    if (text) st->text = text;
-    size_t *len = realloc(st->len, n * sizeof *len);
-    if (len) st->len = len;
-    uint8_t *type = realloc(st->type, n);
-    if (type) st->type = type;
-    uint8_t *flags = realloc(st->flags, n);
-    if (flags) st->flags = flags;
-    if (!text || !len || !type || !flags) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (n > st->cap) { /* geometric growth: vocab.json lists ids one by one */
+        uint32_t cap = st->cap ? st->cap : 1024;
+        while (cap < n) cap *= 2;
+        const char **text = realloc(st->text, cap * sizeof *text);
+        if (text) st->text = text;
+        size_t *len = realloc(st->len, cap * sizeof *len);
+        if (len) st->len = len;
+        uint8_t *type = realloc(st->type, cap);
+        if (type) st->type = type;
+        uint8_t *flags = realloc(st->flags, cap);
+        if (flags) st->flags = flags;
+        if (!text || !len || !type || !flags) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+        st->cap = cap;
+    }
     for (uint32_t i = st->n; i < n; i++) {
         st->text[i] = NULL;
         st->len[i] = 0;
