@@ -54,6 +54,28 @@ static rlx_status step(rlx_jinja_ctx *c, uint64_t n) {
 
 rlx_status rlx_jinja_charge(rlx_jinja_ctx *c, size_t bytes) { return step(c, bytes / 64); }
 
+static uint64_t steps_left(const rlx_jinja_ctx *c) {
+    return c->steps < c->lim.max_steps ? c->lim.max_steps - c->steps : 0;
+}
+
+rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out) {
+    uint64_t left = steps_left(c), budget = left;
+    *out = rlx_jv_equal_within(a, b, &budget);
+    if (budget == 0) return step(c, left + 1);
+    return step(c, left - budget);
+}
+
+rlx_status rlx_jinja_compare(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, int *cmp) {
+    uint64_t left = steps_left(c), budget = left;
+    rlx_status s = rlx_jv_compare(a, b, cmp, &budget);
+    if (budget == 0) {
+        rlx_status_free(s);
+        return step(c, left + 1);
+    }
+    if (s) return rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
+    return step(c, left - budget);
+}
+
 /* Attaches the position of node n to an error that has none (those from value operations). */
 static rlx_status located(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_status s) {
     if (!s) return s;
@@ -262,8 +284,13 @@ static rlx_status slice_value(rlx_jinja_ctx *c, rlx_jv obj, const rlx_jv b[3], r
 rlx_status rlx_jinja_iterate(rlx_jinja_ctx *c, rlx_jv v, const rlx_jv **items, size_t *n) {
     switch (v.kind) {
     case RLX_JV_UNDEFINED: *items = NULL, *n = 0; return NULL;
-    case RLX_JV_LIST: *items = v.list->items, *n = v.list->n; return NULL;
-    case RLX_JV_DICT: *items = v.dict->keys, *n = v.dict->n; return NULL;
+    /* callers walk what they get: account for it once here */
+    case RLX_JV_LIST:
+        *items = v.list->items, *n = v.list->n;
+        return rlx_jinja_charge(c, v.list->n * sizeof(rlx_jv));
+    case RLX_JV_DICT:
+        *items = v.dict->keys, *n = v.dict->n;
+        return rlx_jinja_charge(c, v.dict->n * sizeof(rlx_jv));
     case RLX_JV_STR: {
         RLX_TRY(rlx_jinja_charge(c, v.s.n));
         size_t count = rlx_jv_utf8_len(v.s.p, v.s.n), len;
@@ -426,10 +453,13 @@ static rlx_status eval_dict(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jv *o
         rlx_jv k, v;
         RLX_TRY(eval(c, n->kids[i], &k));
         RLX_TRY(eval(c, n->kids[i + 1], &v));
-        if (k.kind == RLX_JV_LIST && !k.list->tuple) {
+        if (!(k.kind == RLX_JV_STR || rlx_jv_is_number(k) || k.kind == RLX_JV_NONE)) {
             at(c, n->kids[i]);
-            return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "a list cannot be a dict key");
+            return rlx_jinja_fail(c, RLX_ERR_UNSUPPORTED, "unsupported dict key of type '%s' (keys are strings, numbers, "
+                                  "booleans or none)", rlx_jv_type_name(k));
         }
+        /* each insertion looks at every key before it */
+        RLX_TRY(rlx_jinja_charge(c, d->n * 64));
         if (!rlx_jv_dict_set(c->arena, d, k, v)) return rlx_jinja_oom(c);
     }
     *out = (rlx_jv){.kind = RLX_JV_DICT, .dict = d};
@@ -497,6 +527,7 @@ static rlx_status repeat(rlx_jinja_ctx *c, rlx_jv seq, int64_t count, rlx_jv *ou
     size_t unit = seq.kind == RLX_JV_STR ? seq.s.n : seq.list->n * sizeof(rlx_jv), bytes;
     if (__builtin_mul_overflow(unit, (uint64_t)count, &bytes) || bytes > c->lim.max_memory) return rlx_jinja_oom(c);
     RLX_TRY(rlx_jinja_charge(c, bytes));
+    if (bytes == 0) count = 0; /* '' * 10**12 must not loop 10**12 times */
     if (seq.kind == RLX_JV_STR) {
         char *s = rlx_jinja_alloc(c->arena, bytes + 1);
         if (!s) return rlx_jinja_oom(c);
@@ -631,8 +662,7 @@ rlx_status rlx_jinja_contains(rlx_jinja_ctx *c, rlx_jv hay, rlx_jv needle, bool 
             *out = memcmp(hay.s.p + i, needle.s.p, needle.s.n) == 0;
         return NULL;
     case RLX_JV_LIST:
-        RLX_TRY(rlx_jinja_charge(c, hay.list->n * sizeof(rlx_jv)));
-        for (size_t i = 0; i < hay.list->n && !*out; i++) *out = rlx_jv_equal(hay.list->items[i], needle);
+        for (size_t i = 0; i < hay.list->n && !*out; i++) RLX_TRY(rlx_jinja_equal(c, hay.list->items[i], needle, out));
         return NULL;
     case RLX_JV_DICT:
     case RLX_JV_NAMESPACE: *out = rlx_jv_dict_get(hay.dict, needle) != NULL; return NULL;
@@ -642,12 +672,14 @@ rlx_status rlx_jinja_contains(rlx_jinja_ctx *c, rlx_jv hay, rlx_jv needle, bool 
     }
 }
 
-static rlx_status compare_one(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jinja_op op, rlx_jv x, rlx_jv y,
-                              bool *out) {
+static rlx_status compare_one(rlx_jinja_ctx *c, rlx_jinja_op op, rlx_jv x, rlx_jv y, bool *out) {
     int cmp;
     switch (op) {
-    case RLX_JOP_EQ: *out = rlx_jv_equal(x, y); return NULL;
-    case RLX_JOP_NE: *out = !rlx_jv_equal(x, y); return NULL;
+    case RLX_JOP_EQ: return rlx_jinja_equal(c, x, y, out);
+    case RLX_JOP_NE:
+        RLX_TRY(rlx_jinja_equal(c, x, y, out));
+        *out = !*out;
+        return NULL;
     case RLX_JOP_IN: return rlx_jinja_contains(c, y, x, out);
     case RLX_JOP_NOT_IN:
         RLX_TRY(rlx_jinja_contains(c, y, x, out));
@@ -655,7 +687,7 @@ static rlx_status compare_one(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jin
         return NULL;
     default:
         if (x.kind == RLX_JV_UNDEFINED || y.kind == RLX_JV_UNDEFINED) return type_error(c, op, x, y);
-        RLX_TRY(located(c, n, rlx_jv_compare(x, y, &cmp)));
+        RLX_TRY(rlx_jinja_compare(c, x, y, &cmp));
         *out = op == RLX_JOP_LT ? cmp < 0 : op == RLX_JOP_GT ? cmp > 0 : op == RLX_JOP_LE ? cmp <= 0 : cmp >= 0;
         return NULL;
     }
@@ -669,7 +701,7 @@ static rlx_status eval_compare(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jv
         rlx_jv right;
         RLX_TRY(eval(c, n->kids[i], &right));
         at(c, n);
-        RLX_TRY(compare_one(c, n, n->ops[i - 1], left, right, &r));
+        RLX_TRY(compare_one(c, n->ops[i - 1], left, right, &r));
         left = right;
     }
     *out = rlx_jv_bool(r);

@@ -66,6 +66,9 @@ rlx_status rlx_jinja_charge(rlx_jinja_ctx *c, size_t bytes);
 /* A list / tuple / dict / string / undefined as an array of items (dicts give their keys,
  * strings their code points as strings). Fails for values that are not iterable. */
 rlx_status rlx_jinja_iterate(rlx_jinja_ctx *c, rlx_jv v, const rlx_jv **items, size_t *n);
+/* Python == and ordering, with the elements they visit counted against the step budget. */
+rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out);
+rlx_status rlx_jinja_compare(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, int *cmp);
 /* Python's `needle in hay`: substrings, list members, dict keys; false for an undefined hay. */
 rlx_status rlx_jinja_contains(rlx_jinja_ctx *c, rlx_jv hay, rlx_jv needle, bool *out);
 /* getattr(obj, name) / obj[name] as templates read them: dict keys, namespace attributes, loop

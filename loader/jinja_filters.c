@@ -41,9 +41,7 @@ static rlx_jv sort_key(sort_ctx *s, rlx_jv v) {
 
 static int sort_cmp(sort_ctx *s, rlx_jv x, rlx_jv y) {
     int cmp = 0;
-    if (s->err) return 0;
-    rlx_status e = rlx_jv_compare(x, y, &cmp);
-    if (e) s->err = rlx_status_annotate(e, "%s:%u:%u: sorting", s->c->origin, s->c->line, s->c->col);
+    if (!s->err) s->err = rlx_jinja_compare(s->c, x, y, &cmp);
     return cmp;
 }
 
@@ -255,6 +253,7 @@ static rlx_status attr_path(rlx_jinja_ctx *c, rlx_jv obj, rlx_jv path, rlx_jv *o
     if (path.kind != RLX_JV_STR)
         return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "attribute name must be a string, not '%s'",
                               rlx_jv_type_name(path));
+    RLX_TRY(rlx_jinja_charge(c, path.s.n));
     size_t start = 0;
     *out = obj;
     for (size_t i = 0; i <= path.s.n; i++) {
@@ -642,8 +641,7 @@ static bool all_case(rlx_jv v, bool upper) {
 
 static rlx_status order_test(rlx_jinja_ctx *c, test_kind k, rlx_jv in, rlx_jv other, bool *out) {
     int cmp;
-    rlx_status s = rlx_jv_compare(in, other, &cmp);
-    if (s) return rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
+    RLX_TRY(rlx_jinja_compare(c, in, other, &cmp));
     *out = k == T_LT ? cmp < 0 : k == T_LE ? cmp <= 0 : k == T_GT ? cmp > 0 : cmp >= 0;
     return NULL;
 }
@@ -673,8 +671,11 @@ rlx_status rlx_jinja_test_apply(rlx_jinja_ctx *c, int id, rlx_jv in, const rlx_j
         if (y == 0) return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "divisibleby(0)");
         *out = y == -1 || x % y == 0;
         break;
-    case T_EQ: *out = rlx_jv_equal(in, other); break;
-    case T_NE: *out = !rlx_jv_equal(in, other); break;
+    case T_EQ: return rlx_jinja_equal(c, in, other, out);
+    case T_NE:
+        RLX_TRY(rlx_jinja_equal(c, in, other, out));
+        *out = !*out;
+        break;
     case T_EVEN:
     case T_ODD:
         RLX_TRY(test_int(c, tests[id].name, in, &x));
@@ -706,7 +707,7 @@ rlx_status rlx_jinja_test_apply(rlx_jinja_ctx *c, int id, rlx_jv in, const rlx_j
         if (in.kind != other.kind) *out = false;
         else if (in.kind == RLX_JV_LIST) *out = in.list == other.list;
         else if (in.kind == RLX_JV_DICT || in.kind == RLX_JV_NAMESPACE) *out = in.dict == other.dict;
-        else *out = rlx_jv_equal(in, other);
+        else return rlx_jinja_equal(c, in, other, out);
         break;
     case T_STRING: *out = in.kind == RLX_JV_STR; break;
     }

@@ -316,7 +316,7 @@ static rlx_status lex_string(lexer *lx, size_t *pp) {
         RLX_TRY(unescape_one(lx, i, lx->src + i, p - i, &used, &cp, &lit, &lit_n));
         if (cp != UINT32_MAX) {
             o += rlx_jv_utf8_encode(cp, out + o);
-        } else {
+        } else if (lit_n) {
             memcpy(out + o, lit, lit_n);
             o += lit_n;
         }

@@ -249,6 +249,7 @@ static rlx_status str_affix(rlx_jinja_ctx *c, rlx_jv s, const rlx_jinja_args *a,
     const rlx_jv *options = &affix;
     size_t n = 1;
     if (affix.kind == RLX_JV_LIST) options = affix.list->items, n = affix.list->n;
+    RLX_TRY(rlx_jinja_charge(c, n * sizeof(rlx_jv)));
     bool r = false;
     for (size_t i = 0; i < n && !r; i++) {
         RLX_TRY(need_str(c, what, options[i]));

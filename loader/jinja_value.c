@@ -1,6 +1,7 @@
 /* Template values, their arena and their Python semantics. See loader/jinja_value.h. */
 #include "jinja_value.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +167,7 @@ rlx_jv *rlx_jv_dict_get_str(const rlx_jv_dict *d, const char *key) {
 
 bool rlx_jv_dict_set(rlx_jinja_arena *a, rlx_jv_dict *d, rlx_jv key, rlx_jv val) {
     rlx_jv *slot = rlx_jv_dict_get(d, key);
+    assert(key.kind != RLX_JV_LIST && key.kind != RLX_JV_DICT && key.kind != RLX_JV_NAMESPACE);
     if (slot) {
         *slot = val;
         return true;
@@ -236,7 +238,11 @@ double rlx_jv_as_double(rlx_jv v) {
 static bool is_intlike(rlx_jv v) { return v.kind == RLX_JV_INT || v.kind == RLX_JV_BOOL; }
 static int64_t as_int(rlx_jv v) { return v.kind == RLX_JV_BOOL ? v.b : v.i; }
 
-bool rlx_jv_equal(rlx_jv a, rlx_jv b) {
+/* Python ==, counting visited elements down from *budget: shared sublists can make a small value
+ * enormous to walk ([[x] * 1000] * 1000), so the walk is bounded; at 0 it stops with false. */
+static bool equal_rec(rlx_jv a, rlx_jv b, uint64_t *budget) {
+    if (*budget == 0) return false;
+    (*budget)--;
     if (rlx_jv_is_number(a) && rlx_jv_is_number(b)) {
         if (is_intlike(a) && is_intlike(b)) return as_int(a) == as_int(b);
         return rlx_jv_as_double(a) == rlx_jv_as_double(b);
@@ -249,13 +255,15 @@ bool rlx_jv_equal(rlx_jv a, rlx_jv b) {
     case RLX_JV_LIST:
         if (a.list->tuple != b.list->tuple || a.list->n != b.list->n) return false;
         for (size_t i = 0; i < a.list->n; i++)
-            if (!rlx_jv_equal(a.list->items[i], b.list->items[i])) return false;
+            if (!equal_rec(a.list->items[i], b.list->items[i], budget)) return false;
         return true;
     case RLX_JV_DICT:
         if (a.dict->n != b.dict->n) return false;
         for (size_t i = 0; i < a.dict->n; i++) {
+            /* the key lookup walks b's keys (scalars: see rlx_jv_dict_set) */
+            *budget = *budget > b.dict->n ? *budget - b.dict->n : 0;
             const rlx_jv *v = rlx_jv_dict_get(b.dict, a.dict->keys[i]);
-            if (!v || !rlx_jv_equal(a.dict->vals[i], *v)) return false;
+            if (!v || !equal_rec(a.dict->vals[i], *v, budget)) return false;
         }
         return true;
     case RLX_JV_NAMESPACE: return a.dict == b.dict;
@@ -266,9 +274,22 @@ bool rlx_jv_equal(rlx_jv a, rlx_jv b) {
     }
 }
 
+bool rlx_jv_equal_within(rlx_jv a, rlx_jv b, uint64_t *budget) { return equal_rec(a, b, budget); }
+
+bool rlx_jv_equal(rlx_jv a, rlx_jv b) {
+    uint64_t unbounded = UINT64_MAX;
+    return equal_rec(a, b, &unbounded);
+}
+
 static int sign_of(double d) { return (d > 0) - (d < 0); }
 
-rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp) {
+static rlx_status budget_spent(void) {
+    return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "comparing the values took more than the step limit");
+}
+
+rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget) {
+    if (*budget == 0) return budget_spent();
+    (*budget)--;
     if (rlx_jv_is_number(a) && rlx_jv_is_number(b)) {
         if (is_intlike(a) && is_intlike(b))
             *cmp = (as_int(a) > as_int(b)) - (as_int(a) < as_int(b));
@@ -284,8 +305,9 @@ rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp) {
     }
     if (a.kind == RLX_JV_LIST && b.kind == RLX_JV_LIST) {
         for (size_t i = 0; i < a.list->n && i < b.list->n; i++) {
-            if (rlx_jv_equal(a.list->items[i], b.list->items[i])) continue;
-            return rlx_jv_compare(a.list->items[i], b.list->items[i], cmp);
+            bool same = equal_rec(a.list->items[i], b.list->items[i], budget);
+            if (*budget == 0) return budget_spent();
+            if (!same) return rlx_jv_compare(a.list->items[i], b.list->items[i], cmp, budget);
         }
         *cmp = (a.list->n > b.list->n) - (a.list->n < b.list->n);
         return NULL;
@@ -480,7 +502,8 @@ static rlx_status json_oom(void) {
 static int key_order(const void *x, const void *y) {
     const rlx_jv *a = *(const rlx_jv *const *)x, *b = *(const rlx_jv *const *)y;
     int c = 0;
-    rlx_status s = rlx_jv_compare(*a, *b, &c);
+    uint64_t budget = UINT64_MAX; /* keys are scalars */
+    rlx_status s = rlx_jv_compare(*a, *b, &c, &budget);
     rlx_status_free(s);
     return c;
 }
@@ -592,8 +615,9 @@ static rlx_status from_json(rlx_jinja_arena *a, const json_t *j, rlx_jv *out, in
             if (!k) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "converting JSON: out of template memory");
             rlx_jv v;
             RLX_TRY(from_json(a, val, &v, depth + 1));
-            if (!rlx_jv_dict_set(a, d, rlx_jv_cstr(k), v))
-                return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "converting JSON: out of template memory");
+            /* JSON object keys are unique (jansson keeps the last of duplicates): no lookup needed */
+            d->keys[d->n] = rlx_jv_cstr(k);
+            d->vals[d->n++] = v;
         }
         *out = (rlx_jv){.kind = RLX_JV_DICT, .dict = d};
         return NULL;

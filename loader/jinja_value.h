@@ -106,7 +106,8 @@ rlx_jv rlx_jv_cstr(const char *s); /* borrows s */
 rlx_jv_list *rlx_jv_list_new(rlx_jinja_arena *a, size_t cap);
 bool rlx_jv_list_push(rlx_jinja_arena *a, rlx_jv_list *l, rlx_jv v);
 rlx_jv_dict *rlx_jv_dict_new(rlx_jinja_arena *a, size_t cap);
-bool rlx_jv_dict_set(rlx_jinja_arena *a, rlx_jv_dict *d, rlx_jv key, rlx_jv val); /* replaces an equal key */
+/* Replaces an equal key. Keys are scalars (str, numbers, bool, none), so lookups stay cheap. */
+bool rlx_jv_dict_set(rlx_jinja_arena *a, rlx_jv_dict *d, rlx_jv key, rlx_jv val);
 rlx_jv *rlx_jv_dict_get(const rlx_jv_dict *d, rlx_jv key);                      /* NULL when missing */
 rlx_jv *rlx_jv_dict_get_str(const rlx_jv_dict *d, const char *key);
 
@@ -115,11 +116,16 @@ const char *rlx_jv_type_name(rlx_jv v);
 bool rlx_jv_truthy(rlx_jv v);
 bool rlx_jv_is_number(rlx_jv v); /* int, float or bool (a Python int) */
 double rlx_jv_as_double(rlx_jv v);
-/* Python ==, recursive over lists and dicts; an undefined equals only an undefined. */
+/* Python ==, recursive over lists and dicts; an undefined equals only an undefined. The walk
+ * counts visited elements down from *budget and stops (false, *budget == 0) when it runs out:
+ * values that share sublists can be far bigger to walk than to store. */
+bool rlx_jv_equal_within(rlx_jv a, rlx_jv b, uint64_t *budget);
+/* Unbounded ==, for scalars (dict keys). */
 bool rlx_jv_equal(rlx_jv a, rlx_jv b);
 /* Python ordering: numbers, strings (code point order = UTF-8 byte order) and lists of those.
- * *cmp is <0, 0 or >0. An error names the two types, as Python's TypeError does. */
-rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp);
+ * *cmp is <0, 0 or >0. An error names the two types, as Python's TypeError does, or says the
+ * budget (as for rlx_jv_equal_within) ran out. */
+rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget);
 
 /* Python str() (strings as themselves, None, True, [1, 'a'], {'k': 1}, shortest float repr) and
  * repr() (strings quoted), appended to b. False when b refuses more bytes. */

@@ -98,6 +98,7 @@ static void runtime_errors(void) {
     RENDER_ERR("{{ 5|items }}", NULL, RLX_ERR_INVALID_ARGUMENT, "can only get item pairs from a mapping");
     RENDER_ERR("{{ nothing|tojson }}", NULL, RLX_ERR_INVALID_ARGUMENT, "not JSON serializable");
     RENDER_ERR("{{ 'a,b'.split('') }}", NULL, RLX_ERR_INVALID_ARGUMENT, "empty separator");
+    RENDER_ERR("{{ {[1]: 2} }}", NULL, RLX_ERR_UNSUPPORTED, "t:1:5: unsupported dict key of type 'list'");
     RENDER_ERR("{{ strftime_now('%Q') }}", NULL, RLX_ERR_UNSUPPORTED, "unsupported directive '%Q'");
 }
 
@@ -113,6 +114,12 @@ static void limits(void) {
                RLX_ERR_OUT_OF_MEMORY, "template memory limit");
     RENDER_ERR("{{ 'x' * 1000000000000 }}", &small, RLX_ERR_OUT_OF_MEMORY, "template memory limit");
     RENDER_ERR("{{ range(1000000000000)|length }}", NULL, RLX_ERR_INVALID_ARGUMENT, "more than the step limit");
+    /* shared sublists make a small value huge to walk: == and ordering count what they visit */
+    RENDER_ERR("{% set a = [[[0] * 100] * 100] * 100 %}{{ a == a }}", &small, RLX_ERR_INVALID_ARGUMENT, "steps");
+    RENDER_ERR("{% set a = [[[0] * 100] * 100] * 100 %}{{ a < a }}", &small, RLX_ERR_INVALID_ARGUMENT, "steps");
+    RENDER_ERR("{% set a = [[[0] * 100] * 100] * 100 %}{{ a in [a] }}", &small, RLX_ERR_INVALID_ARGUMENT, "steps");
+    RENDER_ERR("{{ ('x' * 100000)|length }}{{ '' * 1000000000000 }}{% for i in range(100000) %}{% endfor %}", &small,
+               RLX_ERR_INVALID_ARGUMENT, "steps");
     RENDER_ERR("{% macro r() %}{{ r() }}{% endmacro %}{{ r() }}", NULL, RLX_ERR_INVALID_ARGUMENT,
                "evaluation nests deeper than 1000 levels");
     /* a long left-leaning chain parses (it is not nested) and its evaluation depth is bounded */
