@@ -96,9 +96,9 @@ typedef struct rlx_tok_merges {
 /* Adds the next merge (rank = number added so far). A pair seen before keeps its first rank. */
 rlx_status rlx_tok_merges_add(rlx_tok_merges *m, const char *left, size_t left_len, const char *right,
                               size_t right_len);
-/* Splits "left right" at the first space after the first byte (llama.cpp's rule) and adds it. */
-rlx_status rlx_tok_merges_add_line(rlx_tok_merges *m, const char *line, size_t len, const char *what,
-                                   uint64_t index);
+/* Splits "left right" at the first space after the first byte (llama.cpp's rule) and adds it.
+ * The error names the merge; the caller adds where it is. */
+rlx_status rlx_tok_merges_add_line(rlx_tok_merges *m, const char *line, size_t len);
 rlx_status rlx_tok_merges_index(rlx_tok_merges *m);
 int32_t rlx_tok_merges_rank(const rlx_tok_merges *m, const char *left, size_t left_len, const char *right,
                             size_t right_len); /* -1 when not a merge */

@@ -96,7 +96,8 @@ static rlx_status load_merges(rlx_tokenizer *t, const rlx_gguf *g) {
         return err ? err : rlx_errorf(RLX_ERR_BAD_FILE, "BPE vocabulary without " KEY("merges"));
     for (uint64_t i = 0; i < merges->arr.n; i++) {
         const rlx_gguf_str *s = &merges->arr.items[i].str;
-        RLX_TRY(rlx_tok_merges_add_line(&t->merges, s->s, s->len, KEY("merges"), i));
+        rlx_status bad = rlx_tok_merges_add_line(&t->merges, s->s, s->len);
+        if (bad) return rlx_status_annotate(bad, KEY("merges") "[%" PRIu64 "]", i);
     }
     return NULL;
 }

@@ -226,7 +226,8 @@ static rlx_status parse_merges(hf_load *h, json_t *merges, rlx_tokenizer *t) {
     size_t i;
     json_array_foreach(merges, i, m) {
         if (json_is_string(m)) {
-            RLX_TRY(rlx_tok_merges_add_line(&t->merges, json_string_value(m), json_string_length(m), "model.merges", i));
+            rlx_status s = rlx_tok_merges_add_line(&t->merges, json_string_value(m), json_string_length(m));
+            if (s) return rlx_status_annotate(s, "%s: model.merges[%zu]", h->what, i);
         } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
                    json_is_string(json_array_get(m, 1))) {
             json_t *l = json_array_get(m, 0), *r = json_array_get(m, 1);
@@ -417,7 +418,8 @@ static rlx_status parse_merges_txt(const char *data, size_t len, rlx_tokenizer *
         i += n + 1;
         if (n && s[n - 1] == '\r') n--;
         if (n == 0 || (line == 0 && n >= 8 && !memcmp(s, "#version", 8))) continue;
-        RLX_TRY(rlx_tok_merges_add_line(&t->merges, s, n, "merges.txt line", line + 1));
+        rlx_status err = rlx_tok_merges_add_line(&t->merges, s, n);
+        if (err) return rlx_status_annotate(err, "merges.txt line %" PRIu64, line + 1);
     }
     return NULL;
 }
@@ -451,7 +453,16 @@ static bool exists(const char *dir, const char *name, char *path, size_t size) {
 rlx_status rlx_tok_load_hf_dir(const char *dir, rlx_tokenizer **out) {
     char path[4096], config[4096], merges[4096];
     const char *config_path = exists(dir, "tokenizer_config.json", config, sizeof config) ? config : NULL;
-    if (exists(dir, "tokenizer.json", path, sizeof path)) return rlx_tok_load_hf_json(path, config_path, out);
+    char model[4096];
+    bool has_model = exists(dir, "tokenizer.model", model, sizeof model);
+    if (exists(dir, "tokenizer.json", path, sizeof path)) {
+        rlx_status s = rlx_tok_load_hf_json(path, config_path, out);
+        /* SentencePiece-style tokenizer.json (Metaspace, byte_fallback) ships beside the
+         * tokenizer.model it was made from: use that. */
+        if (!s || rlx_status_code(s) != RLX_ERR_UNSUPPORTED || !has_model) return s;
+        rlx_status_free(s);
+        return rlx_tok_load_spm_model(model, config_path, out);
+    }
     if (exists(dir, "vocab.json", path, sizeof path) && exists(dir, "merges.txt", merges, sizeof merges)) {
         hf_load h = {.what = "vocab.json + merges.txt"};
         rlx_tokenizer *t = NULL;
@@ -465,6 +476,6 @@ rlx_status rlx_tok_load_hf_dir(const char *dir, rlx_tokenizer **out) {
         }
         return finish(t, &h, out);
     }
-    if (exists(dir, "tokenizer.model", path, sizeof path)) return rlx_tok_load_spm_model(path, config_path, out);
+    if (has_model) return rlx_tok_load_spm_model(model, config_path, out);
     return rlx_errorf(RLX_ERR_NOT_FOUND, "no tokenizer.json, vocab.json + merges.txt, or tokenizer.model in this directory");
 }

@@ -203,12 +203,10 @@ rlx_status rlx_tok_merges_add(rlx_tok_merges *m, const char *left, size_t left_l
     return NULL;
 }
 
-rlx_status rlx_tok_merges_add_line(rlx_tok_merges *m, const char *line, size_t len, const char *what,
-                                   uint64_t index) {
+rlx_status rlx_tok_merges_add_line(rlx_tok_merges *m, const char *line, size_t len) {
     /* llama.cpp splits at word.find(' ', 1), so a part may itself start with a space. */
     const char *sp = len > 1 ? memchr(line + 1, ' ', len - 1) : NULL;
-    if (!sp) return rlx_errorf(RLX_ERR_BAD_FILE, "%s[%" PRIu64 "]: merge '%.*s' has no space between its two parts",
-                               what, index, (int)(len > 64 ? 64 : len), line);
+    if (!sp) return rlx_errorf(RLX_ERR_BAD_FILE, "merge '%.*s' has no space between its two parts", (int)(len > 64 ? 64 : len), line);
     size_t ll = (size_t)(sp - line);
     return rlx_tok_merges_add(m, line, ll, sp + 1, len - ll - 1);
 }
