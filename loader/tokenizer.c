@@ -499,8 +499,8 @@ rlx_status rlx_tokenizer_decode(const rlx_tokenizer *t, const int32_t *ids, size
     bool at_start = true;
     rlx_status s = rlx_tok_buf_append(&b, "", 0);
     for (size_t i = 0; !s && i < n_ids; i++) {
-        const char *p;
-        size_t n;
+        const char *p = NULL;
+        size_t n = 0;
         s = rlx_tok_decode_piece(t, ids[i], flags, &at_start, &p, &n);
         if (s) s = rlx_status_annotate(s, "ids[%zu]", i);
         else s = rlx_tok_buf_append(&b, p, n);

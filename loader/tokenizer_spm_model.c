@@ -51,7 +51,7 @@ static rlx_status pb_fixed(pb *b, size_t n, uint64_t *out) {
 
 /* Reads the next field of b into *f. */
 static rlx_status pb_next(pb *b, pb_field *f) {
-    uint64_t key;
+    uint64_t key = 0;
     RLX_TRY(pb_varint(b, &key));
     f->field = (uint32_t)(key >> 3);
     f->wire = (uint32_t)(key & 7);
@@ -61,7 +61,7 @@ static rlx_status pb_next(pb *b, pb_field *f) {
     case 1: return pb_fixed(b, 8, &f->value);
     case 5: return pb_fixed(b, 4, &f->value);
     case 2: {
-        uint64_t n;
+        uint64_t n = 0;
         RLX_TRY(pb_varint(b, &n));
         if (n > (uint64_t)(b->end - b->p))
             return rlx_errorf(RLX_ERR_BAD_FILE, "%s: field %" PRIu32 " of %" PRIu64 " bytes overruns its message",

@@ -229,7 +229,7 @@ int32_t rlx_tok_merges_rank(const rlx_tok_merges *m, const char *left, size_t le
 rlx_status rlx_tok_merges_index(rlx_tok_merges *m) {
     free(m->slots);
     m->slots = NULL;
-    uint32_t *slots, mask;
+    uint32_t *slots = NULL, mask = 0;
     RLX_TRY(alloc_slots(m->n, &slots, &mask, "BPE merges"));
     m->slots = slots;
     m->mask = mask;
