@@ -12,24 +12,15 @@
 #define QK 32
 /* Perturbations tried around the plain scale choice: (2 * SEARCH_STEPS + 1) candidates, each
  * 0.1 of a quantization level apart. */
-#define SEARCH_STEPS 6
+#define SEARCH_STEPS 4
 
 /* ---- rounding ---- */
-
-int rlx_quant_nearest_int(float v) {
-    /* Adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits (round to nearest,
-     * ties to even, as the FPU rounds). Valid for |v| < 2^22. */
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
 
 /* round(v) clamped to [lo, hi]; NaN maps to lo. Clamping before the conversion keeps huge and
  * non-finite values defined. */
 static inline int round_clamp(float v, int lo, int hi) {
-    if (!(v >= (float)lo)) return lo;
-    if (v > (float)hi) return hi;
+    v = v > (float)lo ? v : (float)lo; /* NaN compares false: it becomes lo */
+    v = v < (float)hi ? v : (float)hi;
     return rlx_quant_nearest_int(v);
 }
 
@@ -51,22 +42,22 @@ uint64_t rlx_quantize_find_nonfinite(const float *x, uint64_t n) {
 /* ---- scale searches ---- */
 
 /* Least-squares d for fixed q: d = <x,q>/<q,q>; the error is |x|^2 - <x,q>^2/<q,q>. */
-static float symmetric_candidate(const float *x, int n, int nmax, float iscale, int8_t *q, float *d) {
-    float sxq = 0, sqq = 0, sxx = 0;
+static float symmetric_candidate(const float *x, int n, int nmax, float iscale, float sxx, int8_t *q, float *d) {
+    float sxq = 0, sqq = 0;
     for (int i = 0; i < n; i++) {
         int l = round_clamp(iscale * x[i], -nmax, nmax - 1);
         q[i] = (int8_t)l;
         sxq += x[i] * (float)l;
         sqq += (float)(l * l);
-        sxx += x[i] * x[i];
     }
     *d = sqq > 0 ? sxq / sqq : 0.0f;
     return sqq > 0 ? sxx - sxq * sxq / sqq : sxx;
 }
 
 float rlx_quant_fit_symmetric(const float *x, int n, int nmax, float *d, int8_t *q) {
-    float amax = 0, vmax = 0;
+    float amax = 0, vmax = 0, sxx = 0;
     for (int i = 0; i < n; i++) {
+        sxx += x[i] * x[i];
         if (fabsf(x[i]) > amax) {
             amax = fabsf(x[i]);
             vmax = x[i];
@@ -86,7 +77,7 @@ float rlx_quant_fit_symmetric(const float *x, int n, int nmax, float *d, int8_t 
         float target = side == 0 ? -(float)nmax : (float)(nmax - 1);
         for (int k = -SEARCH_STEPS; k <= SEARCH_STEPS; k++) {
             float t = target + 0.1f * (float)k, dk;
-            float err = symmetric_candidate(x, n, nmax, t / vmax, trial, &dk);
+            float err = symmetric_candidate(x, n, nmax, t / vmax, sxx, trial, &dk);
             if (err < best || best == INFINITY) {
                 best = err;
                 *d = dk;
@@ -96,7 +87,7 @@ float rlx_quant_fit_symmetric(const float *x, int n, int nmax, float *d, int8_t 
     }
     /* One more round: quantize against the fitted d and fit again. */
     if (*d != 0) {
-        float dk, err = symmetric_candidate(x, n, nmax, 1.0f / *d, trial, &dk);
+        float dk, err = symmetric_candidate(x, n, nmax, 1.0f / *d, sxx, trial, &dk);
         if (err < best) {
             best = err;
             *d = dk;
@@ -106,28 +97,36 @@ float rlx_quant_fit_symmetric(const float *x, int n, int nmax, float *d, int8_t 
     return best;
 }
 
-/* Quantizes x against (d, m) and refits both by least squares (x ~ d*q + m); returns the error of
- * the refit, or INFINITY when the refit is unusable. */
+/* Sums of a block that do not depend on the candidate. */
+typedef struct block_sums {
+    float sx, sxx;
+} block_sums;
+
+/* Quantizes x against (1/iscale, m0) and refits d and m by least squares (x ~ d*q + m). The
+ * refit's error, expanded from the sums, screens the candidate; one that may beat `best` is
+ * measured exactly. Returns that error, or INFINITY for a candidate that is rejected or unusable. */
 static float affine_candidate(const float *x, int n, int nmax, bool nonpositive_min, float iscale, float m0,
-                              uint8_t *q, float *d, float *m) {
-    float sx = 0, sq = 0, sqq = 0, sxq = 0;
+                              block_sums bs, float best, uint8_t *q, float *d, float *m) {
+    float sq = 0, sqq = 0, sxq = 0;
     for (int i = 0; i < n; i++) {
         int l = round_clamp(iscale * (x[i] - m0), 0, nmax);
         q[i] = (uint8_t)l;
-        sx += x[i];
         sq += (float)l;
         sqq += (float)(l * l);
         sxq += x[i] * (float)l;
     }
-    float det = (float)n * sqq - sq * sq;
+    float fn = (float)n, det = fn * sqq - sq * sq;
     if (!(det > 0)) return INFINITY; /* every q equal: no line to fit */
-    float dd = ((float)n * sxq - sq * sx) / det;
-    float mm = (sx - dd * sq) / (float)n;
+    float dd = (fn * sxq - sq * bs.sx) / det;
+    float mm = (bs.sx - dd * sq) / fn;
     if (nonpositive_min && mm > 0) {
         mm = 0;
         dd = sxq / sqq;
     }
     if (nonpositive_min && !(dd > 0)) return INFINITY; /* the K-quants store unsigned scales */
+    /* sum (x - d q - m)^2 expanded; rounding can make it slightly off, hence the exact pass */
+    float est = bs.sxx - 2 * dd * sxq - 2 * mm * bs.sx + dd * dd * sqq + 2 * dd * mm * sq + fn * mm * mm;
+    if (!(est < best * 1.001f + 1e-30f)) return INFINITY;
     float err = 0;
     for (int i = 0; i < n; i++) {
         float e = x[i] - dd * (float)q[i] - mm;
@@ -140,9 +139,12 @@ static float affine_candidate(const float *x, int n, int nmax, bool nonpositive_
 
 float rlx_quant_fit_affine(const float *x, int n, int nmax, bool nonpositive_min, float *d, float *m, uint8_t *q) {
     float lo = x[0], hi = x[0];
-    for (int i = 1; i < n; i++) {
-        if (x[i] < lo) lo = x[i];
-        if (x[i] > hi) hi = x[i];
+    block_sums bs = {0, 0};
+    for (int i = 0; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+        bs.sx += x[i];
+        bs.sxx += x[i] * x[i];
     }
     if (nonpositive_min && lo > 0) lo = 0;
     float range = hi - lo;
@@ -158,29 +160,26 @@ float rlx_quant_fit_affine(const float *x, int n, int nmax, bool nonpositive_min
     float best = 0;
     *d = range / (float)nmax;
     *m = lo;
+    float id = 1.0f / *d;
     for (int i = 0; i < n; i++) {
-        q[i] = (uint8_t)round_clamp((x[i] - lo) / *d, 0, nmax);
+        q[i] = (uint8_t)round_clamp((x[i] - lo) * id, 0, nmax);
         float e = x[i] - *d * (float)q[i] - lo;
         best += e * e;
     }
     uint8_t trial[256];
     assert(n <= 256);
-    for (int k = -SEARCH_STEPS; k <= SEARCH_STEPS; k++) {
-        float dk, mk, err = affine_candidate(x, n, nmax, nonpositive_min, ((float)nmax + 0.1f * (float)k) / range, lo,
-                                             trial, &dk, &mk);
+    for (int k = -SEARCH_STEPS; k <= SEARCH_STEPS + 1; k++) {
+        /* the last round re-quantizes against the best fit so far and fits again */
+        float iscale = k <= SEARCH_STEPS ? ((float)nmax + 0.1f * (float)k) / range : 1.0f / *d;
+        float m0 = k <= SEARCH_STEPS ? lo : *m;
+        float dk = 0, mk = 0;
+        float err = affine_candidate(x, n, nmax, nonpositive_min, iscale, m0, bs, best, trial, &dk, &mk);
         if (err < best) {
             best = err;
             *d = dk;
             *m = mk;
             memcpy(q, trial, (size_t)n);
         }
-    }
-    float dk, mk, err = affine_candidate(x, n, nmax, nonpositive_min, 1.0f / *d, *m, trial, &dk, &mk);
-    if (err < best) {
-        best = err;
-        *d = dk;
-        *m = mk;
-        memcpy(q, trial, (size_t)n);
     }
     return best;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dtype.h"
 #include "gguf_writer.h"
@@ -39,9 +40,17 @@ void rlx_quantize_block_q4_k(const float *x, uint8_t *out);
 void rlx_quantize_block_q5_k(const float *x, uint8_t *out);
 void rlx_quantize_block_q6_k(const float *x, uint8_t *out);
 
+/* Round to nearest, ties to even; |v| must be below 2^22 (callers clamp first). Adding 1.5 * 2^23
+ * leaves the rounded integer in the low mantissa bits, as the FPU rounds. */
+static inline int rlx_quant_nearest_int(float v) {
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
 /* Search helpers (quantize.c), also used by the K-quants. Each returns the squared error of its
- * fit. nearest_int rounds half to even; |v| must be below 2^22 (callers clamp first). */
-int rlx_quant_nearest_int(float v);
+ * fit. */
 /* Symmetric: x ~ d * q with q in [-nmax, nmax - 1] (ggml's signed ranges: -8..7, -16..15,
  * -32..31). Sets *d and q[0..n). */
 float rlx_quant_fit_symmetric(const float *x, int n, int nmax, float *d, int8_t *q);

@@ -13,11 +13,11 @@
 #include "quantize.h"
 
 #define QK_K 256
-#define SUPER_STEPS 4 /* super-scale candidates: (2 * SUPER_STEPS + 1) stretches of the plain one */
+#define SUPER_STEPS 2 /* super-scale candidates: (2 * SUPER_STEPS + 1) stretches of the plain one */
 
 static inline int round_clamp(float v, int lo, int hi) {
-    if (!(v >= (float)lo)) return lo;
-    if (v > (float)hi) return hi;
+    v = v > (float)lo ? v : (float)lo; /* NaN compares false: it becomes lo */
+    v = v < (float)hi ? v : (float)hi;
     return rlx_quant_nearest_int(v);
 }
 

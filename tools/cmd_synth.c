@@ -161,9 +161,9 @@ static rlx_status find_fixture(const char *rel, char *out, size_t cap) {
         if (access(out, R_OK) == 0) return NULL;
     }
     return rlx_errorf(RLX_ERR_NOT_FOUND,
-                      "'%s' not found under $RLX_FIXTURES (%s), %s/../shared/fixtures or ../shared/fixtures; "
-                      "set RLX_FIXTURES or pass --vocab",
-                      rel, env ? env : "unset", RLX_SOURCE_DIR);
+                      "'%s' not found under $RLX_FIXTURES (%s), %s/../shared/fixtures, %s/.fixtures or "
+                      "../shared/fixtures; set RLX_FIXTURES or pass --vocab",
+                      rel, env ? env : "unset", RLX_SOURCE_DIR, RLX_SOURCE_DIR);
 }
 
 static rlx_status read_text(const char *path, char **out) {
@@ -414,12 +414,13 @@ static rlx_status write_model_keys(rlx_gguf_writer *w, const synth_args *a, uint
 
 static rlx_status write_metadata(rlx_gguf_writer *w, const synth_args *a, const rlx_quant_recipe *r, bool converter) {
     char vocab_path[4096], template_path[4096];
+    char rel[256];
+    snprintf(rel, sizeof rel, "tokenizers/%s", a->shape.vocab_file);
     if (a->vocab) snprintf(vocab_path, sizeof vocab_path, "%s", a->vocab);
-    else RLX_TRY(find_fixture(a->shape.vocab_file, vocab_path, sizeof vocab_path)); /* names the roots tried */
+    else RLX_TRY(find_fixture(rel, vocab_path, sizeof vocab_path)); /* names the roots tried */
     char *chat_template = NULL;
     if (a->chat_template) RLX_TRY(read_text(a->chat_template, &chat_template));
     else if (a->shape.template_file) {
-        char rel[256];
         snprintf(rel, sizeof rel, "templates/%s", a->shape.template_file);
         rlx_status missing = find_fixture(rel, template_path, sizeof template_path);
         if (!missing) RLX_TRY(read_text(template_path, &chat_template));
