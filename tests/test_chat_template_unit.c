@@ -116,6 +116,18 @@ static void sources(void) {
         T_CHECK(strstr(rlx_chat_template_origin(t), "gemma-2") != NULL, "origin '%s'", rlx_chat_template_origin(t));
         rlx_chat_template_destroy(t);
     }
+    /* Llama 3.1 takes its date from a date_string variable, which extra variables can set */
+    t_require_fixture("templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
+    if (T_OK(rlx_chat_template_open(t_fixture("templates/meta-llama-Llama-3.1-8B-Instruct.jinja"), &t))) {
+        rlx_chat_message m = {"user", "hi", NULL};
+        rlx_chat_render_opts o = {.extra_vars_json = "{\"date_string\": \"01 Jan 2025\"}"};
+        char *out = NULL;
+        if (T_OK(rlx_chat_template_render(t, &m, 1, &o, &out, NULL)))
+            T_CHECK(strstr(out, "Cutting Knowledge Date: December 2023\nToday Date: 01 Jan 2025\n\n") != NULL,
+                    "llama 3.1 date_string: %s", out);
+        free(out);
+        rlx_chat_template_destroy(t);
+    }
     t_require_fixture("tokenizers/hf-qwen2/tokenizer_config.json");
     if (T_OK(rlx_chat_template_open(t_fixture("tokenizers/hf-qwen2/tokenizer_config.json"), &t))) {
         rlx_chat_message m = {"user", "hi", NULL};
