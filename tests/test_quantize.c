@@ -9,13 +9,20 @@
  *    of 16), which gives D for the plain absmax / min-max choice of each type; the stated bound is
  *    1.15 x that estimate (the search must do no worse than the plain choice);
  *  - zeros, constants, NaN and infinities: no crash, no undefined behaviour (UBSan), and
- *    rlx_quantize_find_nonfinite finds the first bad value. */
+ *    rlx_quantize_find_nonfinite finds the first bad value;
+ *  - whole files (rlx_quantize_file on a model written here): llama.cpp's order (blk.2 before
+ *    blk.10: layers compare as numbers), 1-D tensors kept, the same bytes for 1 and 3 threads and
+ *    for chunked rows, a NaN weight refused with its tensor and row named, quantized input refused,
+ *    and no output file left by a failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loader/dequant.h"
+#include "loader/gguf.h"
+#include "loader/gguf_writer.h"
 #include "loader/half.h"
 #include "loader/quantize.h"
 #include "test_util.h"
@@ -221,9 +228,106 @@ static void test_special_values(void) {
             "rlx_quantize_supported disagrees with the documented type list");
 }
 
+/* ---- whole files ---- */
+
+/* Per layer (2 and 10) a [1024 x 1100] weight (over 2^20 elements: two chunks of rows in the
+ * pipeline) and a 1-D norm, plus token_embd; values from the test's generator. */
+static void write_model(const char *path, bool with_nan, uint32_t weight_type) {
+    rlx_gguf_writer *w = NULL;
+    if (!T_OK(rlx_gguf_writer_create(&w))) return;
+    T_OK(rlx_gguf_writer_set_str(w, "general.architecture", "qwen3"));
+    T_OK(rlx_gguf_writer_set_u32(w, "qwen3.block_count", 11));
+    const char *names[] = {"token_embd.weight", "blk.10.attn_q.weight", "blk.10.attn_norm.weight",
+                           "blk.2.attn_q.weight", "blk.2.attn_norm.weight"};
+    for (int i = 0; i < 5; i++) {
+        bool norm = strstr(names[i], "norm") != NULL;
+        uint32_t type = norm ? RLX_DTYPE_F32 : i == 0 ? RLX_DTYPE_F32 : weight_type;
+        T_OK(rlx_gguf_writer_add_tensor(w, names[i], type, norm ? 1 : 2, (const uint64_t[]){1024, 1100}));
+    }
+    T_OK(rlx_gguf_writer_begin(w, path));
+    float *row = malloc(1024 * sizeof *row);
+    uint8_t *packed = malloc(1024 * 2);
+    for (int i = 0; i < 5; i++) {
+        bool norm = strstr(names[i], "norm") != NULL;
+        for (int r = 0; r < (norm ? 1 : 1100); r++) {
+            for (int c = 0; c < 1024; c++) row[c] = norm ? 1.0f : 0.02f * normal();
+            if (with_nan && i == 3 && r == 7) row[5] = NAN;
+            if (!norm && i != 0 && weight_type != RLX_DTYPE_F32) {
+                rlx_quantize_rows(weight_type, row, packed, 1, 1024);
+                T_OK(rlx_gguf_writer_write(w, packed, rlx_dtype_get(weight_type)->type_size * 1024 /
+                                                          rlx_dtype_get(weight_type)->block_size));
+            } else {
+                T_OK(rlx_gguf_writer_write(w, row, 1024 * sizeof *row));
+            }
+        }
+    }
+    T_OK(rlx_gguf_writer_finish(w));
+    rlx_gguf_writer_destroy(w);
+    free(row);
+    free(packed);
+}
+
+static uint8_t *file_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*n + 1);
+    if (fread(b, 1, *n, f) != *n) *n = 0;
+    fclose(f);
+    return b;
+}
+
+static void test_files(void) {
+    char in[128], out1[128], out3[128], tmp[140];
+    int pid = (int)getpid();
+    snprintf(in, sizeof in, "/tmp/rlx_test_quantize_%d_in.gguf", pid);
+    snprintf(out1, sizeof out1, "/tmp/rlx_test_quantize_%d_t1.gguf", pid);
+    snprintf(out3, sizeof out3, "/tmp/rlx_test_quantize_%d_t3.gguf", pid);
+    write_model(in, false, RLX_DTYPE_F16);
+    const rlx_quant_recipe *r = rlx_quant_recipe_find("Q4_K_M");
+    T_OK(rlx_quantize_file(in, out1, r, 1, NULL, NULL));
+    T_OK(rlx_quantize_file(in, out3, r, 3, NULL, NULL));
+    size_t n1 = 0, n3 = 0;
+    uint8_t *b1 = file_bytes(out1, &n1), *b3 = file_bytes(out3, &n3);
+    T_CHECK(b1 && b3 && n1 == n3 && n1 > 0 && !memcmp(b1, b3, n1), "1 and 3 threads wrote different files");
+    free(b1);
+    free(b3);
+    rlx_gguf *g = NULL;
+    if (T_OK(rlx_gguf_open(out1, &g))) {
+        static const char *order[] = {"token_embd.weight", "blk.2.attn_norm.weight", "blk.2.attn_q.weight",
+                                      "blk.10.attn_norm.weight", "blk.10.attn_q.weight"};
+        static const uint32_t types[] = {RLX_DTYPE_Q6_K, RLX_DTYPE_F32, RLX_DTYPE_Q4_K, RLX_DTYPE_F32, RLX_DTYPE_Q4_K};
+        for (int i = 0; i < 5 && (uint64_t)i < g->n_tensors; i++)
+            T_CHECK(!strcmp(g->tensors[i].name.s, order[i]) && g->tensors[i].type == types[i],
+                    "tensor %d is '%s' %s, expected '%s' %s", i, g->tensors[i].name.s, rlx_dtype_name(g->tensors[i].type),
+                    order[i], rlx_dtype_name(types[i]));
+        uint32_t ft = 0;
+        rlx_status e = NULL;
+        T_CHECK(rlx_gguf_get_u32(g, "general.file_type", &ft, &e) && ft == 15 && !strcmp(g->kv[g->n_kv - 1].key.s,
+                                                                                         "general.file_type"),
+                "general.file_type should be 15 and the last key");
+        rlx_status_free(e);
+        rlx_gguf_close(g);
+    }
+    printf("files: 5 tensors in llama.cpp's order, 1 and 3 threads byte-identical (%zu bytes)\n", n1);
+
+    write_model(in, true, RLX_DTYPE_F32);
+    T_ERR(rlx_quantize_file(in, out1, r, 2, NULL, NULL), RLX_ERR_BAD_FILE, "tensor 'blk.2.attn_q.weight': row 7 column 5");
+    write_model(in, false, RLX_DTYPE_Q8_0);
+    T_ERR(rlx_quantize_file(in, out3, r, 2, NULL, NULL), RLX_ERR_UNSUPPORTED, "'blk.10.attn_q.weight' is already quantized");
+    snprintf(tmp, sizeof tmp, "%s.tmp", out1);
+    T_CHECK(access(tmp, F_OK) != 0, "a failed quantization left %s", tmp);
+    remove(in);
+    remove(out1);
+    remove(out3);
+}
+
 int main(void) {
     test_exact_recovery();
     test_normal_error();
     test_special_values();
+    test_files();
     return t_summary("test_quantize");
 }
