@@ -38,8 +38,8 @@ static bool add_model_config(json_t *report, const char *path) {
     rlx_status s = rlx_model_open(path, &m);
     if (s) {
         bool unsupported = rlx_status_code(s) == RLX_ERR_UNSUPPORTED;
-        json_object_set_new(report, unsupported ? "family_note" : "model_error",
-                            json_string(rlx_status_message(s)));
+        const char *msg = rlx_status_message(s);
+        json_object_set_new(report, unsupported ? "family_note" : "model_error", rlx_inspect_text_json(msg, strlen(msg)));
         rlx_status_free(s);
         return unsupported;
     }

@@ -6,8 +6,26 @@
 
 #include "loader/dtype.h"
 #include "loader/safetensors.h"
+#include "loader/tokenizer_utf8.h"
 
 static json_t *u64_json(uint64_t v) { return json_integer((json_int_t)v); }
+
+json_t *rlx_inspect_text_json(const char *s, size_t n) {
+    json_t *j = json_stringn(s, n);
+    if (j) return j;
+    char *clean = NULL;
+    size_t len = 0;
+    rlx_status err = rlx_utf8_sanitize(s, n, &clean, &len);
+    if (err) {
+        rlx_status_free(err);
+        return NULL;
+    }
+    j = json_stringn(clean, len);
+    free(clean);
+    return j;
+}
+
+static json_t *cstr_json(const char *s) { return rlx_inspect_text_json(s, strlen(s)); }
 
 static json_t *shape_json(const uint64_t *dims, uint32_t n) {
     json_t *a = json_array();
@@ -16,7 +34,7 @@ static json_t *shape_json(const uint64_t *dims, uint32_t n) {
 }
 
 static json_t *tensor_json(const char *name, uint32_t type, const uint64_t *dims, uint32_t n_dims, uint64_t bytes) {
-    return json_pack("{s:s, s:s, s:o, s:o}", "name", name, "type", rlx_dtype_name(type), "shape",
+    return json_pack("{s:o, s:s, s:o, s:o}", "name", cstr_json(name), "type", rlx_dtype_name(type), "shape",
                      shape_json(dims, n_dims), "bytes", u64_json(bytes));
 }
 
@@ -32,7 +50,7 @@ static json_t *gguf_value_json(const rlx_gguf_value *v) {
     case RLX_GGUF_BOOL:
         return json_boolean(v->b);
     case RLX_GGUF_STRING:
-        return json_stringn_nocheck(v->str.s, (size_t)v->str.len);
+        return rlx_inspect_text_json(v->str.s, (size_t)v->str.len);
     case RLX_GGUF_ARRAY:
         return json_pack("{s:s, s:o}", "array_of", rlx_gguf_type_name(v->arr.elem_type), "length",
                          u64_json(v->arr.n));
@@ -52,8 +70,8 @@ static json_t *gguf_tokenizer_json(const rlx_gguf *g) {
     const char *kind = !strcmp(m, "gpt2") ? "byte-level BPE" : !strcmp(m, "llama") ? "SentencePiece"
                      : !strcmp(m, "bert") ? "WordPiece" : "other";
     const rlx_gguf_kv *pre = rlx_gguf_find(g, "tokenizer.ggml.pre");
-    return json_pack("{s:s, s:s, s:o, s:o}", "kind", kind, "model", m, "pre",
-                     pre && pre->value.type == RLX_GGUF_STRING ? json_string(pre->value.str.s) : json_null(),
+    return json_pack("{s:s, s:o, s:o, s:o}", "kind", kind, "model", cstr_json(m), "pre",
+                     pre && pre->value.type == RLX_GGUF_STRING ? cstr_json(pre->value.str.s) : json_null(),
                      "vocab_size", u64_json(gguf_array_len(g, "tokenizer.ggml.tokens")));
 }
 
@@ -76,21 +94,25 @@ rlx_status rlx_inspect_gguf(const char *path, json_t **out) {
     const char *arch = arch_kv && arch_kv->value.type == RLX_GGUF_STRING ? arch_kv->value.str.s : NULL;
 
     json_t *meta = json_object(), *tensors = json_array();
-    for (uint64_t i = 0; i < g->n_kv; i++) json_object_set_new(meta, g->kv[i].key.s, gguf_value_json(&g->kv[i].value));
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        json_t *key = cstr_json(g->kv[i].key.s);
+        if (key) json_object_set_new(meta, json_string_value(key), gguf_value_json(&g->kv[i].value));
+        json_decref(key);
+    }
     uint64_t n_params = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const rlx_gguf_tensor *t = &g->tensors[i];
         json_array_append_new(tensors, tensor_json(t->name.s, t->type, t->ne, t->n_dims, t->nbytes));
         n_params += t->n_elements;
     }
-    *out = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "path", path, "format", "gguf",
-                     "gguf_version", (json_int_t)g->version, "file_bytes", u64_json(g->size), "architecture",
-                     arch ? json_string(arch) : json_null(), "n_params", u64_json(n_params), "context_length",
+    *out = json_pack("{s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "path", cstr_json(path), "format",
+                     "gguf", "gguf_version", (json_int_t)g->version, "file_bytes", u64_json(g->size), "architecture",
+                     arch ? cstr_json(arch) : json_null(), "n_params", u64_json(n_params), "context_length",
                      arch ? gguf_context_length(g, arch) : json_null(), "tokenizer", gguf_tokenizer_json(g),
                      "chat_template", rlx_gguf_find(g, "tokenizer.chat_template") != NULL, "metadata", meta,
                      "tensors", tensors);
     rlx_gguf_close(g);
-    return NULL;
+    return *out ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "'%s': cannot build the inspect report", path);
 }
 
 static bool file_exists(const char *dir, const char *name) {
@@ -135,7 +157,7 @@ static json_t *hf_tokenizer_json(const char *dir, const json_t *config) {
         return r;
     }
     if (file_exists(dir, "tokenizer.model"))
-        return json_pack("{s:s, s:s, s:o, s:O}", "kind", "SentencePiece", "model", "tokenizer.model", "pre",
+        return json_pack("{s:s, s:s, s:o, s:O?}", "kind", "SentencePiece", "model", "tokenizer.model", "pre",
                          json_null(), "vocab_size", json_object_get(config, "vocab_size"));
     return json_null();
 }
@@ -169,14 +191,15 @@ rlx_status rlx_inspect_hf_dir(const char *dir, json_t **out) {
         n_params += t->n_elements;
     }
     json_t *arch = json_object_get(config, "model_type");
-    *out = json_pack("{s:s, s:s, s:O?, s:o, s:O?, s:o, s:b, s:O, s:o}", "path", dir, "format", "hf", "architecture",
+    *out = json_pack("{s:o, s:s, s:O?, s:o, s:O?, s:o, s:b, s:O, s:o}", "path", cstr_json(dir), "format", "hf",
+                     "architecture",
                      arch, "n_params", u64_json(n_params), "context_length",
                      json_object_get(config, "max_position_embeddings"),
                      "tokenizer", hf_tokenizer_json(dir, config), "chat_template", hf_has_chat_template(dir),
                      "metadata", config, "tensors", tensors);
     json_decref(config);
     rlx_safetensors_close(st);
-    return NULL;
+    return *out ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "'%s': cannot build the inspect report", dir);
 }
 
 json_t *rlx_inspect_config_json(const rlx_model_config *c) {
