@@ -100,7 +100,9 @@ float rlx_fwd_attn_scale(const rlx_fwd *f) {
 }
 
 int32_t rlx_fwd_window(const rlx_fwd *f, int32_t il) {
-    return f->c->layer_kind[il] == RLX_LAYER_SLIDING_ATTENTION ? (int32_t)f->c->sliding_window : 0;
+    if (f->c->layer_kind[il] != RLX_LAYER_SLIDING_ATTENTION) return 0;
+    /* a window past INT32_MAX covers any context (n_ctx is an int32): clamp, never wrap negative */
+    return f->c->sliding_window > INT32_MAX ? INT32_MAX : (int32_t)f->c->sliding_window;
 }
 
 rlx_node rlx_fwd_gated_ffn(rlx_fwd *f, int32_t il, rlx_node h, rlx_node (*act)(rlx_graph *, rlx_node)) {

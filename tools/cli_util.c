@@ -121,7 +121,13 @@ rlx_status rlx_cli_take_value(int argc, char **argv, int *i, const char *name, c
 }
 
 int rlx_cli_fail(const char *cmd, rlx_status s, bool usage) {
-    fprintf(stderr, "rlx %s: %s\n", cmd, rlx_status_message(s));
+    /* one line per error, whatever the message (the IR verifier lists one problem per line) */
+    fprintf(stderr, "rlx %s: ", cmd);
+    for (const char *m = rlx_status_message(s); *m; m++) {
+        if (*m != '\n') fputc(*m, stderr);
+        else if (m[1]) fputs("; ", stderr);
+    }
+    fputc('\n', stderr);
     int code = usage && rlx_status_code(s) == RLX_ERR_INVALID_ARGUMENT ? RLX_EXIT_USAGE : RLX_EXIT_RUNTIME;
     if (code == RLX_EXIT_USAGE) fprintf(stderr, "run 'rlx %s --help' for its options\n", cmd);
     rlx_status_free(s);
