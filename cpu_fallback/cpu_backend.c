@@ -1,11 +1,13 @@
 /* The CPU reference backend: sessions (borrowed weights + an f32 KV cache), compile (verify, bind
  * weights and caches, plan buffers: cpu_plan.c) and run (one kernel per node, in node order). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cpu_fallback/cpu_internal.h"
+#include "cpu_fallback/host_memory.h"
 
 /* Below this much work (about one multiply-add each) a kernel is not worth handing to the pool. */
 #define PARALLEL_MIN_WORK 32768.0
@@ -63,6 +65,22 @@ static rlx_status check_weight(const rlx_weight *w, size_t index) {
     return NULL;
 }
 
+/* Refuses, before any allocation, a KV cache larger than the host memory available: calloc would
+ * succeed lazily (overcommit) and the process die later, or fail half-way. */
+static rlx_status check_kv_fits(const rlx_kv_spec *kv, size_t k_bytes, size_t v_bytes) {
+    uint64_t need, avail = rlx_host_memory_available();
+    bool overflow = __builtin_add_overflow((uint64_t)k_bytes, (uint64_t)v_bytes, &need) ||
+                    __builtin_mul_overflow(need, (uint64_t)kv->n_layer, &need);
+    if (!overflow && (!avail || need <= avail)) return NULL;
+    char needed[32];
+    if (overflow) snprintf(needed, sizeof needed, "more than 2^64");
+    else snprintf(needed, sizeof needed, "%" PRIu64, need);
+    return rlx_errorf(RLX_ERR_OUT_OF_MEMORY,
+                      "context of %d tokens: the KV cache needs %s bytes (%d layers x %d tokens x %d KV heads x "
+                      "(%d + %d) dims x 4 bytes), but the host has %" PRIu64 " bytes available",
+                      kv->n_ctx, needed, kv->n_layer, kv->n_ctx, kv->n_head_kv, kv->head_dim, kv->head_dim_v, avail);
+}
+
 static rlx_status alloc_kv(rlx_session *s, const rlx_kv_spec *kv) {
     s->kv = *kv;
     if (kv->n_layer == 0) return NULL;
@@ -79,6 +97,7 @@ static rlx_status alloc_kv(rlx_session *s, const rlx_kv_spec *kv) {
                                &v_elems))
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: KV cache of n_ctx %d overflows the address space",
                           kv->n_ctx);
+    RLX_TRY(check_kv_fits(&s->kv, k_elems, v_elems));
     s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
     if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");

@@ -223,12 +223,6 @@ rlx_status rlx_generator_create(const rlx_model *model, const rlx_family_ops *fa
     if (!g) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "generator");
     *g = (rlx_generator){.model = model, .family = family, .backend = backend, .opts = *opts,
                          .n_vocab = (int32_t)c->n_vocab};
-    g->history = malloc((size_t)opts->n_ctx * sizeof *g->history);
-    g->ids = malloc((size_t)opts->n_ctx * sizeof *g->ids);
-    if (!g->history || !g->ids) {
-        rlx_generator_destroy(g);
-        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "token buffers for a context of %d", (int)opts->n_ctx);
-    }
     /* the naive path keeps no K/V at all */
     rlx_kv_spec kv = {
         .n_layer = opts->no_kv_cache ? 0 : (int32_t)c->n_layer,
@@ -237,10 +231,18 @@ rlx_status rlx_generator_create(const rlx_model *model, const rlx_family_ops *fa
         .head_dim = (int32_t)c->head_dim,
         .head_dim_v = (int32_t)c->head_dim_v,
     };
+    /* the session first: the backend refuses a context too large for its memory before the token
+     * buffers below take their share of it */
     rlx_status st = backend->ops->session_create(backend, model->weights, model->n_weights, &kv, &g->session);
     if (st) {
         rlx_generator_destroy(g);
         return st;
+    }
+    g->history = malloc((size_t)opts->n_ctx * sizeof *g->history);
+    g->ids = malloc((size_t)opts->n_ctx * sizeof *g->ids);
+    if (!g->history || !g->ids) {
+        rlx_generator_destroy(g);
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "token buffers for a context of %d", (int)opts->n_ctx);
     }
     *out = g;
     return NULL;

@@ -1,0 +1,122 @@
+/* Resource limits on the CPU backend: a context too large for host memory is refused up front, by
+ * rlx_runner_open, with RLX_ERR_OUT_OF_MEMORY naming the bytes needed and the bytes available, and
+ * `rlx run` / `rlx generate --ctx N` print that on one line and exit 1. "Up front" is proven by the
+ * sanitized build: ASan aborts on an allocation it cannot serve, so reaching the allocation would
+ * crash this test there.
+ *
+ * Expected bytes: the issue's formula, KV bytes = 2 * n_layer * n_ctx * n_head_kv * head_dim * 4
+ * (f32 K and V), with stories260K's shape from the fixtures README: 5 layers, dim 64, 8 heads and
+ * 4 KV heads, so head_dim 8.
+ *
+ * Usage: test_resource_limits RLX_BINARY */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cpu_fallback/host_memory.h"
+#include "rlx/runner.h"
+#include "test_util.h"
+
+#define STORIES_LAYERS 5
+#define STORIES_KV_HEADS 4
+#define STORIES_HEAD_DIM 8
+
+static uint64_t kv_bytes(uint64_t n_ctx) {
+    return 2 * STORIES_LAYERS * n_ctx * STORIES_KV_HEADS * STORIES_HEAD_DIM * 4;
+}
+
+static void refused_by_runner(const char *model, int32_t n_ctx) {
+    rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = "cpu";
+    o.n_threads = 1;
+    o.n_ctx = n_ctx;
+    rlx_runner *r = NULL;
+    char needed[64];
+    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", kv_bytes((uint64_t)n_ctx));
+    rlx_status s = rlx_runner_open(model, &o, &r);
+    printf("n_ctx %d: expected a refusal '%s ... available'; got: %s\n", (int)n_ctx, needed,
+           s ? rlx_status_message(s) : "(opened)");
+    T_CHECK(s && strstr(rlx_status_message(s), "available"), "n_ctx %d: the error names no available bytes",
+            (int)n_ctx);
+    T_ERR(s, RLX_ERR_OUT_OF_MEMORY, needed);
+    T_CHECK(r == NULL, "n_ctx %d: a refused open still set *out", (int)n_ctx);
+    rlx_runner_close(r);
+}
+
+static void fits(const char *model, int32_t n_ctx) {
+    rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = "cpu";
+    o.n_threads = 1;
+    o.n_ctx = n_ctx;
+    rlx_runner *r = NULL;
+    if (T_OK(rlx_runner_open(model, &o, &r))) {
+        int32_t ids[] = {1}, out[2], n_out = 0;
+        rlx_sample_opts greedy = rlx_sample_opts_greedy();
+        greedy.ignore_eos = true;
+        T_OK(rlx_runner_generate(r, ids, 1, 2, &greedy, NULL, NULL, out, &n_out));
+        printf("n_ctx %d (%" PRIu64 " KV bytes): opened and generated %d tokens\n", (int)n_ctx,
+               kv_bytes((uint64_t)n_ctx), (int)n_out);
+        T_CHECK(n_out == 2, "n_ctx %d: generated %d tokens, expected 2", (int)n_ctx, (int)n_out);
+    }
+    rlx_runner_close(r);
+}
+
+/* The CLI: exit status 1 and one line on stderr naming needed and available bytes. */
+static void refused_by_cli(const char *rlx, const char *model, const char *cmd, const char *ctx) {
+    char err_path[] = "/tmp/rlx-limits-XXXXXX";
+    int fd = mkstemp(err_path);
+    if (fd < 0) {
+        T_CHECK(false, "cannot create a temporary file");
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fd, 2);
+        alarm(20);
+        if (!strcmp(cmd, "run"))
+            execl(rlx, rlx, "run", "-m", model, "-n", "2", "--seed", "0", "--backend", "cpu", "--ctx", ctx, (char *)NULL);
+        else
+            execl(rlx, rlx, "generate", "-m", model, "--tokens", "1", "-n", "1", "--backend", "cpu", "--ctx", ctx,
+                  (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    char err[2048] = {0};
+    ssize_t n = pread(fd, err, sizeof err - 1, 0);
+    close(fd);
+    unlink(err_path);
+    int lines = 0;
+    for (ssize_t i = 0; i < n; i++) lines += err[i] == '\n';
+    printf("rlx %s --ctx %s: exit %d, stderr: %s", cmd, ctx, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+    T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "rlx %s --ctx %s: expected exit status 1", cmd, ctx);
+    T_CHECK(lines == 1 && n > 0 && err[n - 1] == '\n', "rlx %s --ctx %s: expected one line on stderr, got %d", cmd,
+            ctx, lines);
+    T_CHECK(strstr(err, "needs") && strstr(err, "available"), "rlx %s --ctx %s: the error names no needed/available",
+            cmd, ctx);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s RLX_BINARY\n", argv[0]);
+        return 2;
+    }
+    const char *model = t_source_path("models/stories260K.gguf");
+    uint64_t avail = rlx_host_memory_available();
+    printf("host memory available: %" PRIu64 " bytes\n", avail);
+    T_CHECK(avail > 0, "the available host memory is unknown");
+    /* the largest context an int32 holds needs 2.7 TB; 2^30 tokens 1.4 TB */
+    refused_by_runner(model, INT32_MAX);
+    refused_by_runner(model, 1 << 30);
+    fits(model, 2048);
+    refused_by_cli(argv[1], model, "run", "2147483647");
+    refused_by_cli(argv[1], model, "generate", "1073741824");
+    return t_summary("test_resource_limits");
+}
