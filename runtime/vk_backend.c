@@ -190,8 +190,14 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     b->base.name = "vulkan";
     const char *dbg = getenv("RLX_VK_DEBUG");
     b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    const char *fusion = getenv("RLX_VK_FUSION");
+    b->fusion = !(fusion && strcmp(fusion, "0") == 0);
     rlx_status s = rlx_vk_device_open(device, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");
+    /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size) */
+    if (!s && !b->dev->caps->subgroup_arithmetic)
+        s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s lacks subgroup arithmetic in compute shaders",
+                       b->dev->caps->name);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_DEVICE, &b->dev_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_UPLOAD, &b->up_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_READBACK, &b->rb_heap);

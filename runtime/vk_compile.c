@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
@@ -256,24 +257,39 @@ static void analyse(rlx_program *p) {
         /* tok: elements of one token row, so kernels scale it to their own row unit */
         n->tok = token_rows_of(p, n) ? (uint32_t)(n->numel / n->info.shape.dim[0]) : 0;
         n->last_use = -1;
+        n->fused_into = RLX_NO_NODE;
     }
-    for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = true;
+    for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = p->nodes[p->outputs[o]].is_output = true;
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (p->nodes[i].info.op == RLX_OP_KV_WRITE) p->nodes[i].live = true;
     for (rlx_node i = p->n_nodes - 1; i >= 0; i--) {
         vk_node *n = &p->nodes[i];
         if (!n->live) continue;
         for (int k = 0; k < n->info.n_in; k++) {
-            rlx_node j = n->info.in[k];
-            if (j == RLX_NO_NODE) continue;
-            p->nodes[j].live = true;
-            rlx_node r = storage_root(p, j);
-            if (p->nodes[r].last_use < i) p->nodes[r].last_use = i;
+            if (n->info.in[k] == RLX_NO_NODE) continue;
+            p->nodes[n->info.in[k]].live = true;
+            p->nodes[n->info.in[k]].n_consumers++;
+        }
+    }
+    if (p->b->fusion) vk_plan_fusion(p);
+    /* a value is needed until the last dispatch that reads it: its consumer's, or the dispatch of
+     * the node its consumer was fused into */
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        if (!n->live) continue;
+        rlx_node at = i;
+        while (p->nodes[at].fused_into != RLX_NO_NODE) at = p->nodes[at].fused_into;
+        for (int k = 0; k < n->info.n_in; k++) {
+            if (n->info.in[k] == RLX_NO_NODE) continue;
+            vk_node *r = &p->nodes[storage_root(p, n->info.in[k])];
+            if (r->last_use < at) r->last_use = at;
         }
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[storage_root(p, p->outputs[o])].last_use = INT32_MAX;
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (!p->nodes[i].live && p->nodes[i].store == VK_STORE_ARENA) p->nodes[i].store = VK_STORE_NONE;
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        vk_node *n = &p->nodes[i];
+        if (n->store == VK_STORE_ARENA && (!n->live || n->fused_into != RLX_NO_NODE)) n->store = VK_STORE_NONE;
+    }
 }
 
 /* ---- arena planning ---- */
@@ -343,25 +359,28 @@ static rlx_status place(rlx_program *p, bin_plan *bins, rlx_node i, uint64_t byt
 
 static rlx_status plan_arena(rlx_program *p) {
     bin_plan bins[VK_MAX_BINS] = {0};
-    rlx_status s = NULL;
+    /* release_next[r]: the next root released at the same node (a list per node, through heads) */
+    rlx_node *head = malloc((size_t)p->n_nodes * sizeof *head), *next = malloc((size_t)p->n_nodes * sizeof *next);
+    rlx_status s = head && next ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: buffer plan");
+    for (rlx_node i = 0; !s && i < p->n_nodes; i++) head[i] = RLX_NO_NODE;
+    for (rlx_node r = 0; !s && r < p->n_nodes; r++) {
+        int32_t at = p->nodes[r].last_use;
+        if (p->nodes[r].store != VK_STORE_ARENA || at < 0 || at >= p->n_nodes) continue;
+        next[r] = head[at];
+        head[at] = r;
+    }
     for (rlx_node i = 0; !s && i < p->n_nodes; i++) {
         vk_node *n = &p->nodes[i];
+        if (!n->live || n->fused_into != RLX_NO_NODE) continue;
         if (n->store == VK_STORE_ARENA) s = place(p, bins, i, n->bytes, &n->bin, &n->offset);
-        if (!s && n->live && n->scratch_bytes)
-            s = place(p, bins, i, n->scratch_bytes, &n->scratch_bin, &n->scratch_offset);
-        if (s || !n->live) continue;
+        if (!s && n->scratch_bytes) s = place(p, bins, i, n->scratch_bytes, &n->scratch_bin, &n->scratch_offset);
+        if (s) break;
         if (n->scratch_bytes) bin_release(&bins[n->scratch_bin], n->scratch_offset);
-        /* values whose last consumer is i: their range is free for later nodes */
-        for (int k = 0; k < n->info.n_in; k++) {
-            if (n->info.in[k] == RLX_NO_NODE) continue;
-            vk_node *r = &p->nodes[storage_root(p, n->info.in[k])];
-            if (r->store == VK_STORE_ARENA && r->last_use == i) {
-                bin_release(&bins[r->bin], r->offset);
-                r->last_use = -2; /* released (an input may appear twice) */
-            }
-        }
-        if (n->store == VK_STORE_ARENA && n->last_use == -1) bin_release(&bins[n->bin], n->offset);
+        /* values whose last reader is this node's dispatch: their range is free for later nodes */
+        for (rlx_node r = head[i]; r != RLX_NO_NODE; r = next[r]) bin_release(&bins[p->nodes[r].bin], p->nodes[r].offset);
     }
+    free(head);
+    free(next);
     for (uint32_t b = 0; b < VK_MAX_BINS; b++) free(bins[b].live);
     return s;
 }
@@ -623,19 +642,26 @@ static rlx_status upload_consts(rlx_program *p) {
     return s;
 }
 
-static void print_plan(const rlx_program *p) {
+static void print_plan(const rlx_program *p, double ms) {
     uint64_t arena = 0;
     for (uint32_t i = 0; i < p->n_bins; i++) arena += p->bin_peak[i];
     int32_t live = 0;
     for (rlx_node i = 0; i < p->n_nodes; i++) live += p->nodes[i].live;
     fprintf(stderr,
             "rlx vulkan plan: %d nodes (%d live), %zu dispatches, %u barriers, intermediates %.2f MiB in %u bin(s), "
-            "inputs %" PRIu64 " B, outputs %" PRIu64 " B, constants %" PRIu64 " B\n",
+            "inputs %" PRIu64 " B, outputs %" PRIu64 " B, constants %" PRIu64 " B; compiled in %.1f ms\n",
             p->n_nodes, live, p->run.n, p->n_barriers, (double)arena / 1048576.0, p->n_bins, (uint64_t)p->in_size,
-            (uint64_t)p->rb_size, (uint64_t)p->consts_size);
+            (uint64_t)p->rb_size, (uint64_t)p->consts_size, ms);
+}
+
+static double ms_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static rlx_status build(rlx_program *p, const rlx_graph *g) {
+    double t0 = ms_now();
     RLX_TRY(copy_graph(p, g));
     analyse(p);
     for (rlx_node i = 0; i < p->n_nodes; i++)
@@ -651,7 +677,7 @@ static rlx_status build(rlx_program *p, const rlx_graph *g) {
     RLX_TRY(make_sync(p));
     RLX_TRY(run_init(p));
     RLX_TRY(record_run(p));
-    if (p->b->debug) print_plan(p);
+    if (p->b->debug) print_plan(p, ms_now() - t0);
     return NULL;
 }
 
@@ -756,7 +782,9 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
         const vk_node *n = &p->nodes[p->inputs[k]];
         memcpy(in + n->input_offset, a->inputs[k], n->bytes);
     }
+    double t0 = p->b->debug ? ms_now() : 0.0;
     RLX_TRY(rlx_vk_submit_wait(p->b->dev, p->cb, p->fence, "running a program"));
+    if (p->b->debug) fprintf(stderr, "rlx vulkan run: %zu dispatches in %.2f ms\n", p->run.n, ms_now() - t0);
     const uint8_t *rb = p->rb.mapped;
     uint32_t st[4];
     memcpy(st, rb, sizeof st);

@@ -450,10 +450,7 @@ static rlx_status choose_named(const char *want, const char *source, uint32_t *i
                       want, source, list);
 }
 
-rlx_status rlx_vk_device_choose(const char *want, uint32_t *index) {
-    if (want && *want) return choose_named(want, "the device argument", index);
-    const char *env = getenv("RLX_VK_DEVICE");
-    if (env && *env) return choose_named(env, "RLX_VK_DEVICE", index);
+static rlx_status choose_gpu(uint32_t *index) {
     for (uint32_t i = 0; i < reg.n_devices; i++) {
         if (reg.caps[i].usable && !reg.caps[i].is_cpu) {
             *index = i;
@@ -466,6 +463,30 @@ rlx_status rlx_vk_device_choose(const char *want, uint32_t *index) {
                       "no Vulkan GPU found (devices: %s); CPU devices such as llvmpipe are used only when named: "
                       "set RLX_VK_DEVICE=llvmpipe or pass the device",
                       list);
+}
+
+/* `want` is a comma-separated preference list: each item an index, a name substring, or "gpu"
+ * (the first non-CPU device); the first item that matches wins, else the last item's error. */
+static rlx_status choose_list(const char *want, const char *source, uint32_t *index) {
+    char item[256];
+    rlx_status s = NULL;
+    for (const char *p = want; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item - 1 ? n : sizeof item - 1), p);
+        rlx_status_free(s);
+        s = strcmp(item, "gpu") == 0 ? choose_gpu(index) : choose_named(item, source, index);
+        if (!s) return NULL;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return s ? s : rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "Vulkan device (from %s): empty choice '%s'", source, want);
+}
+
+rlx_status rlx_vk_device_choose(const char *want, uint32_t *index) {
+    if (want && *want) return choose_list(want, "the device argument", index);
+    const char *env = getenv("RLX_VK_DEVICE");
+    if (env && *env) return choose_list(env, "RLX_VK_DEVICE", index);
+    return choose_gpu(index);
 }
 
 /* ---- logical device ---- */

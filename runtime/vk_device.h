@@ -89,8 +89,9 @@ void rlx_vk_validation_message_reset(void);
 /* The capability snapshot in one line (for `rlx devices`). */
 void rlx_vk_caps_format(const rlx_vk_caps *c, char *buf, size_t size);
 
-/* Picks a device from `want` (an index, or a case-insensitive substring of the name); NULL or ""
- * means $RLX_VK_DEVICE, and when that is unset too, the first usable non-CPU device. CPU-type
+/* Picks a device from `want`: an index, a case-insensitive substring of the name, or "gpu" (the
+ * first usable non-CPU device), or a comma-separated list of these tried in order (tests use
+ * "gpu,llvmpipe"). NULL or "" means $RLX_VK_DEVICE, and when that is unset too, "gpu". CPU-type
  * devices are only chosen when named. Needs an acquired registry. */
 rlx_status rlx_vk_device_choose(const char *want, uint32_t *index);
 

@@ -45,6 +45,7 @@ typedef struct rlx_vk_backend {
     uint32_t wg;                  /* default workgroup size (a power of two) */
     uint32_t wg_row;              /* workgroup size of row reductions over long rows */
     bool debug;                   /* RLX_VK_DEBUG: print each program's plan */
+    bool fusion;                  /* RLX_VK_FUSION=0 turns fusion off (to compare against) */
 } rlx_vk_backend;
 
 struct rlx_session {
@@ -79,11 +80,26 @@ typedef struct vk_node {
     uint64_t scratch_bytes;   /* arena bytes the node's kernels need while it runs (MOE_FFN) */
     uint32_t scratch_bin;
     VkDeviceSize scratch_offset;
+    int32_t n_consumers;      /* live consumers (an input used twice counts twice) */
+    bool is_output;
+    rlx_node fused_into;      /* RLX_NO_NODE, or the node whose dispatch computes this one's value */
+    uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
+    rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
     VkDeviceSize input_offset; /* VK_STORE_INPUT: offset in the input region */
     VkDeviceSize const_offset; /* weights read as f32 operands, and ROPE tables: offset in consts */
     bool has_const;
 } vk_node;
+
+/* Fusions: a node absorbs its producer(s) into its own dispatch. fuse_a is the absorbed node. */
+typedef enum {
+    VK_FUSE_NONE,
+    VK_FUSE_MATMUL_ADD,  /* ADD = fuse_a (MATMUL) + fuse_b: residual add in the matmul's epilogue */
+    VK_FUSE_MATMUL_GATE, /* MUL = act(x of fuse_b) * fuse_a (MATMUL); fuse_b the SILU/GELU_TANH node */
+    VK_FUSE_ACT_MUL,     /* MUL = act(x of fuse_a) * fuse_b, one elementwise kernel */
+    VK_FUSE_NORM_SCALE,  /* SCALE of fuse_a (RMS_NORM): the norm's scale factor */
+    VK_FUSE_NORM_ROPE,   /* ROPE of fuse_a (RMS_NORM over heads): q/k norm and RoPE in one kernel */
+} vk_fuse;
 
 /* One compute dispatch, recorded once into the program's command buffer. */
 typedef struct vk_dispatch {
@@ -164,6 +180,8 @@ vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize 
 
 /* ---- vk_lower.c ---- */
 
+/* Chooses fusions (sets fuse / fused_into); needs live and n_consumers. */
+void vk_plan_fusion(rlx_program *p);
 /* Per-node preparation before planning: consts it needs (ROPE tables), arena scratch (MOE_FFN),
  * run-time checks; errors for what the backend cannot run (an unsupported weight type, names it). */
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i);

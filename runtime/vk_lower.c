@@ -14,8 +14,8 @@
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
-enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH };
-enum { EPI_NONE };
+enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
+enum { EPI_NONE, EPI_ADD, EPI_SILU_MUL, EPI_GELU_MUL };
 enum { MOE_GATE, MOE_UP, MOE_DOWN };
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -101,6 +101,83 @@ static rlx_status single_part(const rlx_program *p, rlx_node i, const matrix *m)
                       " bytes on %s)",
                       i, rlx_op_name(p->nodes[i].info.op), m->w->name, m->rows * m->row_bytes, p->b->dev->max_binding,
                       p->b->dev->caps->name);
+}
+
+/* ---- fusion ---- */
+
+/* Node j can be folded into its single consumer: computed, read once, not an output. */
+static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
+    const vk_node *n = node(p, j);
+    return n->info.op == op && n->live && !n->is_output && n->n_consumers == 1 && n->store == VK_STORE_ARENA &&
+           n->fused_into == RLX_NO_NODE;
+}
+
+static void absorb(rlx_program *p, rlx_node into, vk_fuse kind, rlx_node a, rlx_node b) {
+    vk_node *n = &p->nodes[into];
+    n->fuse = (uint8_t)kind;
+    n->fuse_a = a;
+    n->fuse_b = b;
+}
+
+/* ADD(matmul, y) or ADD(y, matmul): the residual add becomes the matmul's epilogue. */
+static void fuse_add(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    for (int k = 0; k < 2; k++) {
+        rlx_node m = n->info.in[k], other = n->info.in[1 - k];
+        if (m == other || !absorbable(p, m, RLX_OP_MATMUL)) continue;
+        p->nodes[m].fused_into = i;
+        absorb(p, i, VK_FUSE_MATMUL_ADD, m, other);
+        return;
+    }
+}
+
+static bool is_act(const rlx_program *p, rlx_node j) {
+    rlx_op op = node(p, j)->info.op;
+    return op == RLX_OP_SILU || op == RLX_OP_GELU_TANH;
+}
+
+/* MUL(act(g), u) or MUL(u, act(g)), act SiLU or GELU-tanh: the gated FFN. With u a matmul read only
+ * here, the gate is the up-projection's epilogue; otherwise one elementwise kernel does act * u.
+ * The activation node is skipped when nothing else reads it. */
+static void fuse_mul(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    for (int k = 0; k < 2; k++) {
+        rlx_node act = n->info.in[k], u = n->info.in[1 - k];
+        if (act == u || !is_act(p, act) || !node(p, act)->live) continue;
+        bool act_gone = absorbable(p, act, node(p, act)->info.op);
+        if (absorbable(p, u, RLX_OP_MATMUL)) {
+            p->nodes[u].fused_into = i;
+            if (act_gone) p->nodes[act].fused_into = i;
+            absorb(p, i, VK_FUSE_MATMUL_GATE, u, act);
+            return;
+        }
+        if (act_gone) {
+            p->nodes[act].fused_into = i;
+            absorb(p, i, VK_FUSE_ACT_MUL, act, u);
+            return;
+        }
+    }
+}
+
+/* SCALE(RMS_NORM) -> the norm's scale; ROPE(RMS_NORM over heads) -> q/k norm + RoPE. */
+static void fuse_norm(rlx_program *p, rlx_node i, vk_fuse kind) {
+    rlx_node m = node(p, i)->info.in[0];
+    if (!absorbable(p, m, RLX_OP_RMS_NORM)) return;
+    p->nodes[m].fused_into = i;
+    absorb(p, i, kind, m, RLX_NO_NODE);
+}
+
+void vk_plan_fusion(rlx_program *p) {
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        if (!node(p, i)->live) continue;
+        switch (node(p, i)->info.op) {
+        case RLX_OP_ADD: fuse_add(p, i); break;
+        case RLX_OP_MUL: fuse_mul(p, i); break;
+        case RLX_OP_SCALE: fuse_norm(p, i, VK_FUSE_NORM_SCALE); break;
+        case RLX_OP_ROPE: fuse_norm(p, i, VK_FUSE_NORM_ROPE); break;
+        default: break;
+        }
+    }
 }
 
 /* ---- preparation ---- */
@@ -246,42 +323,70 @@ static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
-static rlx_status lower_MATMUL(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i), *x = in(p, i, 0);
-    matrix m = matrix_of(p, n->info.in[1]);
+/* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
+ * EPI_*_MUL (shaders/matmul.comp). */
+static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
+    const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
+    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8;
-    uint32_t spec[4] = {p->b->wg, m.type, nx, EPI_NONE};
-    vk_range xr;
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &xr));
+    uint32_t spec[4] = {p->b->wg, m.type, nx, epi};
+    vk_range xr, auxr = vk_node_range(p, out_node);
+    RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
+    if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[4];
         uint64_t row0, part_rows;
         bind[0] = xr;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
-        bind[2] = bind[3] = vk_node_range(p, i);
+        bind[2] = vk_node_range(p, out_node);
+        bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
-        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_matmul, spec, bind, 4, 3u, 4u, push, sizeof push,
-                        part_rows * ceil_div(rows, nx)));
+        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
+                        push, sizeof push, part_rows * ceil_div(rows, nx)));
     }
     return NULL;
 }
 
-static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
+static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
+
+static rlx_status lower_MATMUL(rlx_program *p, rlx_node i) {
+    return absorbed(p, i) ? NULL : emit_matmul(p, i, i, RLX_NO_NODE, EPI_NONE);
+}
+
+/* RMS_NORM node `norm` written to out_node's storage, scaled, optionally followed by out_node's
+ * RoPE (shaders/rms_norm.comp). */
+static rlx_status emit_rms_norm(rlx_program *p, rlx_node out_node, rlx_node norm, float scale, bool rope) {
+    const vk_node *n = node(p, norm), *out = node(p, out_node);
     uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
-    vk_range bind[3];
+    vk_range bind[4];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
     RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
-    bind[2] = vk_node_range(p, i);
-    uint32_t spec[1] = {p->b->wg_row};
-    uint32_t push[5] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(1.0f), tok_rows(n)};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_rms_norm, spec, bind, 3, 3u, 4u, push, sizeof push, rows);
+    bind[2] = vk_node_range(p, out_node);
+    bind[3] = bind[2];
+    uint32_t mode = 0, heads = 1, n_rot = 0;
+    if (rope) {
+        const rlx_rope_attrs *r = &out->info.attrs.rope;
+        mode = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
+        heads = (uint32_t)out->info.shape.dim[1];
+        n_rot = (uint32_t)r->n_rot;
+        bind[3] = vk_const_range(p, out->const_offset, (VkDeviceSize)n_rot / 2 * 8);
+    }
+    uint32_t spec[2] = {p->b->wg_row, mode};
+    uint32_t push[7] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(scale),
+                        tok_rows(out), heads, n_rot};
+    return vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_rms_norm, spec, bind, 4, rope ? 11u : 3u, 4u, push,
+                   sizeof push, rows);
+}
+
+static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
+    return absorbed(p, i) ? NULL : emit_rms_norm(p, i, i, 1.0f, false);
 }
 
 static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
+    if (n->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, n->fuse_a, 1.0f, true);
     const rlx_rope_attrs *r = &n->info.attrs.rope;
     uint64_t rows = (uint64_t)n->info.shape.dim[0], heads = (uint64_t)n->info.shape.dim[1];
     uint64_t dh = (uint64_t)n->info.shape.dim[2], half = (uint64_t)r->n_rot / 2;
@@ -327,28 +432,57 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 4, 7u, 8u, push, sizeof push, rows * heads);
 }
 
-static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, bool binary, float scale) {
+/* out_node = op(a, b) elementwise (b RLX_NO_NODE for unary ops). */
+static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node a, rlx_node b, float scale) {
     const vk_node *n = node(p, i);
     vk_range bind[3];
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
-    if (binary)
-        RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
+    RLX_TRY(vk_f32_range(p, a, &bind[0]));
+    if (b != RLX_NO_NODE)
+        RLX_TRY(vk_f32_range(p, b, &bind[1]));
     else
         bind[1] = bind[0];
     bind[2] = vk_node_range(p, i);
     uint32_t spec[2] = {p->b->wg, op};
     uint32_t push[3] = {(uint32_t)n->numel, f32_bits(scale), n->tok};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, binary ? 3u : 1u, 4u, push, sizeof push,
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, b != RLX_NO_NODE ? 3u : 1u, 4u, push, sizeof push,
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
-static rlx_status lower_ADD(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_ADD, true, 1.0f); }
-static rlx_status lower_MUL(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_MUL, true, 1.0f); }
-static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
-    return elementwise(p, i, EW_SCALE, false, node(p, i)->info.attrs.scale);
+static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
+static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
+
+static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
+    return elementwise(p, i, EW_ADD, in0(p, i), in1(p, i), 1.0f);
 }
-static rlx_status lower_SILU(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_SILU, false, 1.0f); }
-static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) { return elementwise(p, i, EW_GELU_TANH, false, 1.0f); }
+
+static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->fuse == VK_FUSE_MATMUL_GATE) {
+        bool gelu = node(p, n->fuse_b)->info.op == RLX_OP_GELU_TANH;
+        return emit_matmul(p, i, n->fuse_a, in0(p, n->fuse_b), gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
+    }
+    if (n->fuse == VK_FUSE_ACT_MUL) {
+        bool gelu = node(p, n->fuse_a)->info.op == RLX_OP_GELU_TANH;
+        return elementwise(p, i, gelu ? EW_GELU_MUL : EW_SILU_MUL, in0(p, n->fuse_a), n->fuse_b, 1.0f);
+    }
+    return elementwise(p, i, EW_MUL, in0(p, i), in1(p, i), 1.0f);
+}
+
+static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->fuse == VK_FUSE_NORM_SCALE) return emit_rms_norm(p, i, n->fuse_a, n->info.attrs.scale, false);
+    return elementwise(p, i, EW_SCALE, in0(p, i), RLX_NO_NODE, n->info.attrs.scale);
+}
+
+static rlx_status lower_SILU(rlx_program *p, rlx_node i) {
+    return absorbed(p, i) ? NULL : elementwise(p, i, EW_SILU, in0(p, i), RLX_NO_NODE, 1.0f);
+}
+
+static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {
+    return absorbed(p, i) ? NULL : elementwise(p, i, EW_GELU_TANH, in0(p, i), RLX_NO_NODE, 1.0f);
+}
 
 /* SOFTMAX and ARGMAX: one workgroup per row of the last dim of x. */
 static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uint32_t tok) {

@@ -5,6 +5,8 @@
 // (dequant.glsl), and used for all NX rows. Decode (NX = 1) is memory-bound on the weight read.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(constant_id = 1) const uint W_TYPE = 0;
 layout(constant_id = 2) const uint NX = 1;
@@ -59,16 +61,16 @@ void main() {
         [[unroll]] for (uint r = 0u; r < NX; r++)
             if (r0 + r < rows) acc[r] += wv * x[(r0 + r) * p.k + e];
     }
-    [[unroll]] for (uint r = 0u; r < NX; r++) red[r * WG + t] = acc[r];
-    barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (t < s)
-            [[unroll]] for (uint r = 0u; r < NX; r++) red[r * WG + t] += red[r * WG + t + s];
-        barrier();
+    // per-subgroup partial sums, then thread r adds the partials of row r
+    [[unroll]] for (uint r = 0u; r < NX; r++) {
+        float v = subgroupAdd(acc[r]);
+        if (subgroupElect()) red[r * WG + gl_SubgroupID] = v;
     }
+    barrier();
     if (t < NX && r0 + t < rows) {
         uint oi = (r0 + t) * p.m + p.m0 + wr;
-        float v = red[t * WG];
+        float v = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; i++) v += red[t * WG + i];
         switch (EPI) {
         case EPI_ADD: v += aux[oi]; break;
         case EPI_SILU_MUL: v *= silu(aux[oi]); break;

@@ -1,29 +1,31 @@
-// Workgroup reductions through shared memory (no subgroup size is assumed). WG must be a power of
-// two (runtime/vk_compile.c picks it so). Every invocation of the workgroup must call them.
-shared float red_f[WG];
+// Workgroup reductions: subgroup arithmetic within each subgroup (whatever its size: 8 on
+// lavapipe, 32 on NVIDIA, 64 on AMD), then one pass over the per-subgroup partials in shared
+// memory. Two barriers per reduction instead of log2(WG) tree steps, which matters most on
+// lavapipe, where a barrier is a coroutine switch of the whole workgroup. Every invocation of the
+// workgroup must call them (uniform control flow).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+shared float red_f[WG]; // >= gl_NumSubgroups
 
 float wg_sum(float v) {
-    uint t = gl_LocalInvocationID.x;
-    red_f[t] = v;
+    v = subgroupAdd(v);
+    if (gl_NumSubgroups == 1u) return v;
+    if (subgroupElect()) red_f[gl_SubgroupID] = v;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (t < s) red_f[t] += red_f[t + s];
-        barrier();
-    }
-    float r = red_f[0];
+    float r = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++) r += red_f[i];
     barrier();
     return r;
 }
 
 float wg_max(float v) {
-    uint t = gl_LocalInvocationID.x;
-    red_f[t] = v;
+    v = subgroupMax(v);
+    if (gl_NumSubgroups == 1u) return v;
+    if (subgroupElect()) red_f[gl_SubgroupID] = v;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (t < s) red_f[t] = max(red_f[t], red_f[t + s]);
-        barrier();
-    }
     float r = red_f[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++) r = max(r, red_f[i]);
     barrier();
     return r;
 }

@@ -550,6 +550,55 @@ static void test_MOE_FFN(void) {
     moe_case(RLX_DTYPE_Q6_K, 1, 8, 256, 256, false);
 }
 
+/* Fused patterns (runtime/vk_lower.c): the CPU computes them op by op, so parity checks the fusion. */
+static void test_fusions(void) {
+    for (int variant = 0; variant < 6; variant++) {
+        tgraph t;
+        tg_init(&t);
+        rlx_node h = in_f32(&t, shape(2, 5, 256, 0), 1.0f), y;
+        const char *label = "";
+        switch (variant) {
+        case 0: /* residual add in the matmul epilogue (weight split in parts on small devices too) */
+            y = rlx_add(t.g, in_f32(&t, shape(2, 5, 96, 0), 1.0f), rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q4_K, 2, 96, 256, 0)));
+            label = "x + matmul(h, Q4_K)";
+            break;
+        case 1: /* SiLU-gated FFN: up-projection epilogue */
+            y = rlx_mul(t.g, rlx_silu(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q8_0, 2, 64, 256, 0))),
+                        rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_F16, 2, 64, 256, 0)));
+            label = "silu(h Wg) * (h Wu)";
+            break;
+        case 2: { /* GELU gate, operands swapped, the activation also an output */
+            rlx_node act = rlx_gelu_tanh(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q6_K, 2, 64, 256, 0)));
+            rlx_graph_mark_output(t.g, act, "act");
+            y = rlx_mul(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_BF16, 2, 64, 256, 0)), act);
+            label = "(h Wu) * gelu(h Wg), gelu also out";
+            break;
+        }
+        case 3: /* elementwise silu(a) * b */
+            y = rlx_mul(t.g, rlx_silu(t.g, h), in_f32(&t, shape(2, 5, 256, 0), 1.0f));
+            label = "silu(a) * b";
+            break;
+        case 4: /* norm then scale */
+            y = rlx_scale(t.g, rlx_rms_norm(t.g, h, weight(&t, RLX_DTYPE_F32, 1, 256, 0, 0), 1e-6f), 3.5f);
+            label = "rms_norm(h) * 3.5";
+            break;
+        default: { /* q-norm then RoPE over heads, as Qwen3 prepares Q */
+            rlx_node q = rlx_reshape(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_F16, 2, 256, 256, 0)),
+                                     shape(3, 5, 4, 64));
+            q = rlx_rms_norm(t.g, q, weight(&t, RLX_DTYPE_F32, 1, 64, 0, 0), 1e-6f);
+            y = rlx_rope(t.g, q, RLX_NO_NODE, (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, 48, 1e6f});
+            label = "rope(rms_norm(heads(h Wq))), rot 48 of 64";
+            break;
+        }
+        }
+        rlx_graph_mark_output(t.g, y, "y");
+        rlx_op op = variant == 5 ? RLX_OP_ROPE : variant == 4 ? RLX_OP_RMS_NORM : variant == 0 ? RLX_OP_ADD : RLX_OP_MUL;
+        step steps[] = {{0, 5}, {37, 3}};
+        compare(op, label, &t, steps, 2, true, TOL_F32);
+        tg_free(&t);
+    }
+}
+
 typedef void (*op_test)(void);
 static const op_test op_tests[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
@@ -585,6 +634,8 @@ int main(void) {
         op_tests[op]();
         T_CHECK(g_cases[op] > 0, "op %s: no parity case compared anything", rlx_op_name((rlx_op)op));
     }
+    printf("fusions\n");
+    test_fusions();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
     for (int op = 0; op < RLX_OP_COUNT; op++)

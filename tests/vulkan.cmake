@@ -1,18 +1,50 @@
 # The Vulkan backend's tests (label vulkan). They run with the Khronos validation layer when it is
 # installed (RLX_VK_VALIDATION=1; any message fails the test), keep their pipeline cache in the
-# build tree, and use lavapipe when no GPU is present (tests/test_vk_util.c). Without any Vulkan
-# device they are SKIPPED, except under CI=true.
+# build tree, and take the first GPU, else lavapipe (RLX_VK_DEVICE=gpu,llvmpipe unless the
+# environment names a device at configure time). Without any Vulkan device they are SKIPPED,
+# except under CI=true, where lavapipe must be installed.
 if(RLX_VULKAN)
+  if(DEFINED ENV{RLX_VK_DEVICE})
+    set(RLX_VK_TEST_DEVICE "$ENV{RLX_VK_DEVICE}")
+  else()
+    set(RLX_VK_TEST_DEVICE "gpu,llvmpipe")
+  endif()
+  set(RLX_VK_TEST_ENV "RLX_VK_VALIDATION=1" "RLX_VK_DEVICE=${RLX_VK_TEST_DEVICE}"
+      "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+
   add_library(rlx_vk_test_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_vk_util.c)
   target_link_libraries(rlx_vk_test_util PUBLIC rlx_test_util)
 
+  # Programs of our own: they check the validation message counter themselves.
   function(rlx_add_vk_test name)
     rlx_add_test(NAME ${name} SOURCES ${name}.c LABELS vulkan ${ARGN})
     target_link_libraries(${name} PRIVATE rlx_vk_test_util)
-    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
-      "RLX_VK_VALIDATION=1" "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT ${RLX_VK_TEST_ENV})
   endfunction()
 
   rlx_add_vk_test(test_vk_device)
   rlx_add_vk_test(test_vk_ops)
+  rlx_add_vk_test(test_vk_cache)
+
+  # The runner-level parity programs of tests/parity.cmake, run on the Vulkan backend
+  # (RLX_TEST_BACKEND=vulkan): family parity against the fixtures' references, and path parity
+  # (bucketed == exact == naive, prefill cache on/off). A printed validation message fails them.
+  function(rlx_add_vk_run name program)
+    if(TARGET ${program})
+      add_test(NAME ${name} COMMAND ${program} ${ARGN})
+      set_tests_properties(${name} PROPERTIES LABELS "vulkan;parity" SKIP_RETURN_CODE 77
+        FAIL_REGULAR_EXPRESSION "rlx vulkan validation"
+        ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};RLX_TEST_BACKEND=vulkan;${RLX_VK_TEST_ENV}")
+    endif()
+  endfunction()
+  foreach(fam llama32 gemma3 qwen3moe)
+    rlx_add_vk_run(vk_family_parity_${fam} test_family_parity ${fam})
+  endforeach()
+  rlx_add_vk_run(vk_family_parity_qwen3 test_family_parity qwen3 hf F32 F16 BF16)
+  rlx_add_vk_run(vk_family_parity_qwen3_quant test_family_parity qwen3 Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0)
+  rlx_add_vk_run(vk_path_parity_stories260K test_path_parity stories260K)
+  foreach(m qwen3/qwen3-F32 qwen3/qwen3-Q4_K_M llama32/llama32-Q8_0 gemma3/gemma3-F16 qwen3moe/qwen3moe-Q8_0)
+    string(REPLACE "/" "_" tag ${m})
+    rlx_add_vk_run(vk_path_parity_${tag} test_path_parity models/${m}.gguf)
+  endforeach()
 endif()

@@ -14,7 +14,9 @@ static void usage(FILE *f) {
                "types, subgroup sizes, cooperative matrices, buffer and workgroup limits, memory heaps), one\n"
                "line each, then the device the vulkan backend picks by default.\n\n"
                "CPU-type devices (lavapipe/llvmpipe) are used only when named: RLX_VK_DEVICE=<index|name>\n"
-               "or a command's device option. RLX_VK_VALIDATION=1 enables the Khronos validation layer.\n");
+               "or a command's device option; a comma-separated list is tried in order, and \"gpu\" means the\n"
+               "first non-CPU device (e.g. RLX_VK_DEVICE=gpu,llvmpipe).\n"
+               "RLX_VK_VALIDATION=1 enables the Khronos validation layer.\n");
 }
 
 int rlx_cmd_devices(int argc, char **argv) {
