@@ -12,6 +12,7 @@
 #define MAX_HEAD 512    /* shaders/attention.comp MAXD: largest Dh and Dv */
 #define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
+#define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
 enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
@@ -329,8 +330,14 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
+    /* many rows (prefill): 64 x 64 tiles through shared memory; else one weight row per workgroup */
+    bool tiled = rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256;
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8;
     uint32_t spec[4] = {p->b->wg, m.type, nx, epi};
+    if (tiled) {
+        spec[0] = 256;
+        spec[2] = epi;
+    }
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
@@ -343,8 +350,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
-        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
-                        push, sizeof push, part_rows * ceil_div(rows, nx)));
+        uint64_t groups = tiled ? ceil_div(part_rows, 64) * ceil_div(rows, 64) : part_rows * ceil_div(rows, nx);
+        RLX_TRY(vk_emit(p, &p->run, out_node, tiled ? RLX_VK_KERNEL_matmul_tiled : RLX_VK_KERNEL_matmul, spec, bind, 4,
+                        aux != RLX_NO_NODE ? 11u : 3u, 4u, push, sizeof push, groups));
     }
     return NULL;
 }

@@ -294,7 +294,9 @@ static void test_MATMUL(void) {
         matmul_case(type, ks[1], 67, 3, 3, false);
         matmul_case(type, ks[2], 130, 17, 13, false);
         matmul_case(type, ks[1], 33, 3, 2, true);
+        matmul_case(type, b > 1 ? 2 * b : 96, 70, 67, 61, false); /* tiled: tails in rows and weight rows */
     }
+    matmul_case(RLX_DTYPE_Q4_K, 512, 130, 24, 9, true);
     matmul_case(RLX_DTYPE_F32, 1, 1, 1, 1, false);
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
     tgraph t;
