@@ -46,6 +46,8 @@ bool vk_weight_type_supported(uint32_t type) {
     case RLX_DTYPE_Q5_0:
     case RLX_DTYPE_Q5_1:
     case RLX_DTYPE_Q8_0:
+    case RLX_DTYPE_Q2_K:
+    case RLX_DTYPE_Q3_K:
     case RLX_DTYPE_Q4_K:
     case RLX_DTYPE_Q5_K:
     case RLX_DTYPE_Q6_K:
@@ -58,7 +60,7 @@ static rlx_status check_type(const rlx_program *p, rlx_node i, const vk_node *w,
     if (vk_weight_type_supported(w->info.dtype)) return NULL;
     return rlx_errorf(RLX_ERR_UNSUPPORTED,
                       "compile: %%%d %s: %s '%s' is %s, which the Vulkan kernels cannot decode (supported: F32 F16 "
-                      "BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K Q8_K)",
+                      "BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K)",
                       i, rlx_op_name(p->nodes[i].info.op), what, w->info.name ? w->info.name : "",
                       rlx_dtype_name(w->info.dtype));
 }

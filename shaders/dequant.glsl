@@ -13,6 +13,8 @@
 #define T_Q5_0 6u
 #define T_Q5_1 7u
 #define T_Q8_0 8u
+#define T_Q2_K 10u
+#define T_Q3_K 11u
 #define T_Q4_K 12u
 #define T_Q5_K 13u
 #define T_Q6_K 14u
@@ -40,6 +42,8 @@ uint block_bytes() {
     case T_Q5_0: return 22u;
     case T_Q5_1: return 24u;
     case T_Q8_0: return 34u;
+    case T_Q2_K: return 84u;
+    case T_Q3_K: return 110u;
     case T_Q4_K: return 144u;
     case T_Q5_K: return 176u;
     case T_Q6_K: return 210u;
@@ -51,7 +55,7 @@ uint block_bytes() {
 uint block_elems() {
     switch (W_TYPE) {
     case T_F32: case T_F16: case T_BF16: return 1u;
-    case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q8_K: return 256u;
+    case T_Q2_K: case T_Q3_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q8_K: return 256u;
     }
     return 32u;
 }
@@ -70,6 +74,11 @@ vec4 nib4(uint w, uint hi) {
 // the single bit `shift` of each byte of w, as 0/1.
 vec4 bit4(uint w, uint shift) {
     return vec4((w >> shift) & 1u, (w >> (shift + 8u)) & 1u, (w >> (shift + 16u)) & 1u, (w >> (shift + 24u)) & 1u);
+}
+
+// The 2-bit fields at bit `shift` of the four bytes of w.
+vec4 crumb4(uint w, uint shift) {
+    return vec4((w >> shift) & 3u, (w >> (shift + 8u)) & 3u, (w >> (shift + 16u)) & 3u, (w >> (shift + 24u)) & 3u);
 }
 
 // K-quant 6-bit scale and min of sub-block j (0..7) from the 12 scale bytes at sc
@@ -145,6 +154,28 @@ void dq8(uint row, uint e, out vec4 lo, out vec4 hi) {
         vec4 h1 = vec4((qh >> 4) & 1u, (qh >> 5) & 1u, (qh >> 6) & 1u, (qh >> 7) & 1u);
         lo = d * (nib4(rd32(q), h) + 16.0 * h0) + m;
         hi = d * (nib4(rd32(q + 4u), h) + 16.0 * h1) + m;
+        return;
+    }
+    case T_Q2_K: { // block_q2_K: uint8 scales[16]; uint8 qs[64]; half d, dmin. Element e: half n = e/128,
+                   // 2-bit field j = e%128/32 of qs[32n + e%32], scale byte 8n + e%128/16 (low d, high min)
+        uint b = row + (e >> 8) * 84u, k = e & 255u, n = k >> 7, j = (k & 127u) >> 5, l = k & 31u;
+        uint sc = rd8(b + 8u * n + ((k & 127u) >> 4));
+        float d = rdf16(b + 80u) * float(sc & 15u), m = rdf16(b + 82u) * float(sc >> 4);
+        uint q = b + 16u + 32u * n + l;
+        lo = d * crumb4(rd32(q), 2u * j) - m;
+        hi = d * crumb4(rd32(q + 4u), 2u * j) - m;
+        return;
+    }
+    case T_Q3_K: { // block_q3_K: uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; half d. As Q2_K, minus 4
+                   // where bit 4n + j of hmask[e%32] is clear; scales: 6-bit, packed 4 + 2 bits, minus 32
+        uint b = row + (e >> 8) * 110u, k = e & 255u, n = k >> 7, j = (k & 127u) >> 5, l = k & 31u;
+        uint is = 8u * n + ((k & 127u) >> 4), grp = is >> 2;
+        uint low = grp < 2u ? rd8(b + 96u + is) & 15u : rd8(b + 96u + is - 8u) >> 4;
+        uint high = (rd8(b + 104u + (is & 3u)) >> (2u * grp)) & 3u;
+        float d = rdf16(b + 108u) * float(int(low | (high << 4)) - 32);
+        uint q = b + 32u + 32u * n + l, hm = b + l, hb = 4u * n + j;
+        lo = d * (crumb4(rd32(q), 2u * j) - 4.0 + 4.0 * bit4(rd32(hm), hb));
+        hi = d * (crumb4(rd32(q + 4u), 2u * j) - 4.0 + 4.0 * bit4(rd32(hm + 4u), hb));
         return;
     }
     case T_Q4_K: { // block_q4_K: half d, dmin; uint8 scales[12]; uint8 qs[128]

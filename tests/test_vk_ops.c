@@ -26,7 +26,8 @@
 
 static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYPE_BF16, RLX_DTYPE_Q8_0,
                                         RLX_DTYPE_Q4_0, RLX_DTYPE_Q4_1, RLX_DTYPE_Q5_0, RLX_DTYPE_Q5_1,
-                                        RLX_DTYPE_Q4_K, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
+                                        RLX_DTYPE_Q2_K, RLX_DTYPE_Q3_K, RLX_DTYPE_Q4_K, RLX_DTYPE_Q5_K,
+                                        RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
 #define N_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 static rlx_backend *g_cpu, *g_vk;
@@ -608,6 +609,21 @@ static const op_test op_tests[RLX_OP_COUNT] = {
 #undef RLX_OP
 };
 
+/* A weight type nothing can decode (IQ2_XXS) is refused at compile with its name. */
+static void test_unsupported_type(void) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, 2, 256, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, RLX_DTYPE_IQ2_XXS, 2, 4, 256, 0)), "y");
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s))) {
+        T_ERR(g_vk->ops->compile(s, t.g, &p), RLX_ERR_INVALID_ARGUMENT, "IQ2_XXS");
+        g_vk->ops->session_destroy(s);
+    }
+    tg_free(&t);
+}
+
 /* Weights larger than one binding are split into row parts (forced here with a small limit). */
 static void test_split_weights(void) {
     setenv("RLX_VK_MAX_BINDING_BYTES", "8192", 1);
@@ -638,6 +654,7 @@ int main(void) {
     }
     printf("fusions\n");
     test_fusions();
+    test_unsupported_type();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
     for (int op = 0; op < RLX_OP_COUNT; op++)

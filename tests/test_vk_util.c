@@ -70,6 +70,11 @@ static void fix_block(uint32_t type, uint8_t *blk, vkt_rng *r) {
         put16(blk, d);
         put16(blk + 2, m);
         break;
+    case RLX_DTYPE_Q2_K: /* { uint8 scales[16]; uint8 qs[64]; f16 d, dmin } */
+        put16(blk + 80, d);
+        put16(blk + 82, m);
+        break;
+    case RLX_DTYPE_Q3_K: put16(blk + 108, d); break; /* { hmask[32]; qs[64]; scales[12]; f16 d } */
     case RLX_DTYPE_Q6_K: put16(blk + 208, d); break;
     case RLX_DTYPE_Q8_K: {
         float f = vkt_uniform(r, 0.002f, 0.03f);
