@@ -395,7 +395,7 @@ static rlx_status hf_token(const hf_src *h, const char *key, int32_t *out) {
     if (json_is_array(v)) v = json_array_get(v, 0);
     *out = -1;
     if (!v) return NULL;
-    uint32_t id;
+    uint32_t id = 0;
     RLX_TRY(hf_u32_of(h, key, v, &id));
     if (id > INT32_MAX) return rlx_errorf(RLX_ERR_BAD_FILE, "%s: '%s' = %" PRIu32 " is not a token id", h->what, key, id);
     *out = (int32_t)id;
