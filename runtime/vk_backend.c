@@ -64,7 +64,7 @@ static rlx_status describe_weight(const rlx_weight *src, size_t index, vk_weight
 
 /* Uploads w in row parts that each fit one binding. */
 static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx_weight *src, vk_weight *w) {
-    uint64_t per_part = b->dev->max_binding / w->row_bytes;
+    uint64_t per_part = (b->dev->max_binding - 16) / w->row_bytes;
     if (per_part == 0)
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "session: weight '%s': one row of %" PRIu64 " bytes exceeds the largest "
                           "binding (%" PRIu64 " bytes on %s)", w->name, w->row_bytes, b->dev->max_binding,
@@ -77,7 +77,8 @@ static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx
         vk_weight_part *part = &w->parts[k];
         part->row0 = k * per_part;
         part->rows = w->rows - part->row0 < per_part ? w->rows - part->row0 : per_part;
-        RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, part->rows * w->row_bytes, w->name, &part->alloc));
+        /* + 16: shaders/dequant.glsl reads a word past unaligned data without a branch */
+        RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, part->rows * w->row_bytes + 16, w->name, &part->alloc));
         RLX_TRY(rlx_vk_uploader_copy(u, &part->alloc, 0, (const uint8_t *)src->data + part->row0 * w->row_bytes,
                                      part->rows * w->row_bytes));
     }
@@ -190,6 +191,8 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     b->base.name = "vulkan";
     const char *dbg = getenv("RLX_VK_DEBUG");
     b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    const char *prof = getenv("RLX_VK_PROFILE");
+    b->profile = prof && *prof && strcmp(prof, "0") != 0;
     const char *fusion = getenv("RLX_VK_FUSION");
     b->fusion = !(fusion && strcmp(fusion, "0") == 0);
     rlx_status s = rlx_vk_device_open(device, &b->dev);

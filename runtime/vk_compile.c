@@ -526,8 +526,10 @@ static void barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags s
     d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk_dispatch_list *list) {
+static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk_dispatch_list *list,
+                                    bool profile) {
     rlx_vk_device *d = p->b->dev;
+    if (profile) d->vk.vkCmdResetQueryPool(cb, p->timestamps, 0, (uint32_t)(2 * list->n));
     hazards h = {0};
     size_t cap = 0;
     for (size_t i = 0; i < list->n; i++) cap += list->items[i].n_bind;
@@ -556,7 +558,11 @@ static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk
         if (dp->push_bytes)
             d->vk.vkCmdPushConstants(cb, dp->pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->push_bytes, dp->push);
         uint32_t x = dp->groups < d->caps->max_wg_count[0] ? (uint32_t)dp->groups : d->caps->max_wg_count[0];
+        if (profile)
+            d->vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p->timestamps, (uint32_t)(2 * i));
         d->vk.vkCmdDispatch(cb, x, (uint32_t)((dp->groups + x - 1) / x), 1);
+        if (profile)
+            d->vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->timestamps, (uint32_t)(2 * i + 1));
     }
     free(h.r);
     free(h.w);
@@ -587,7 +593,7 @@ static rlx_status run_init(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
     VkCommandBuffer cb;
     RLX_TRY(begin_cb(p, &cb, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
-    rlx_status s = record_dispatches(p, cb, &p->init);
+    rlx_status s = record_dispatches(p, cb, &p->init, false);
     if (!s) s = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending the init command buffer");
     if (!s) s = rlx_vk_submit_wait(d, cb, p->fence, "decoding weights used as f32 operands");
     d->vk.vkFreeCommandBuffers(d->dev, p->cmd_pool, 1, &cb);
@@ -596,13 +602,22 @@ static rlx_status run_init(rlx_program *p) {
 
 static rlx_status record_run(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
+    bool profile = p->b->profile && d->caps->timestamp_period > 0.0f && p->run.n > 0;
+    if (profile) {
+        VkQueryPoolCreateInfo qi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = (uint32_t)(2 * p->run.n),
+        };
+        RLX_VK_TRY(d->vk.vkCreateQueryPool(d->dev, &qi, NULL, &p->timestamps), "creating a timestamp pool");
+    }
     RLX_TRY(begin_cb(p, &p->cb, 0));
     VkCommandBuffer cb = p->cb;
     VkBufferCopy in = {p->in_host.offset, p->in_dev.offset, p->in_size};
     d->vk.vkCmdCopyBuffer(cb, p->in_host.buffer, p->in_dev.buffer, 1, &in);
     barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    RLX_TRY(record_dispatches(p, cb, &p->run));
+    RLX_TRY(record_dispatches(p, cb, &p->run, profile));
     barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy st = {p->in_dev.offset + p->status_offset, p->rb.offset, STATUS_BYTES};
@@ -703,6 +718,7 @@ void vk_program_destroy(rlx_program *p) {
     if (!p) return;
     rlx_vk_backend *b = p->b;
     rlx_vk_device *d = b->dev;
+    if (p->timestamps) d->vk.vkDestroyQueryPool(d->dev, p->timestamps, NULL);
     if (p->fence) d->vk.vkDestroyFence(d->dev, p->fence, NULL);
     if (p->cmd_pool) d->vk.vkDestroyCommandPool(d->dev, p->cmd_pool, NULL);
     if (p->pool) d->vk.vkDestroyDescriptorPool(d->dev, p->pool, NULL);
@@ -721,6 +737,33 @@ void vk_program_destroy(rlx_program *p) {
     free(p->init.items);
     free(p->run.items);
     free(p);
+}
+
+/* RLX_VK_PROFILE: GPU time per kernel (and per node of the slowest dispatches) of the last run. */
+static void print_profile(const rlx_program *p) {
+    rlx_vk_device *d = p->b->dev;
+    size_t n = p->run.n;
+    uint64_t *ts = malloc(2 * n * sizeof *ts);
+    double per_kernel[RLX_VK_KERNEL_COUNT] = {0}, total = 0.0;
+    int count[RLX_VK_KERNEL_COUNT] = {0};
+    if (!ts || d->vk.vkGetQueryPoolResults(d->dev, p->timestamps, 0, (uint32_t)(2 * n), 2 * n * sizeof *ts, ts,
+                                           sizeof *ts, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) {
+        free(ts);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double us = (double)(ts[2 * i + 1] - ts[2 * i]) * d->caps->timestamp_period / 1000.0;
+        per_kernel[p->run.items[i].pipe->kernel] += us;
+        count[p->run.items[i].pipe->kernel]++;
+        total += us;
+    }
+    double wall = (double)(ts[2 * n - 1] - ts[0]) * d->caps->timestamp_period / 1000.0;
+    fprintf(stderr, "rlx vulkan profile: %zu dispatches, %.1f us busy, %.1f us first to last\n", n, total, wall);
+    for (int k = 0; k < RLX_VK_KERNEL_COUNT; k++)
+        if (count[k])
+            fprintf(stderr, "  %-14s %4d x %9.1f us\n", rlx_vk_kernel_get((rlx_vk_kernel)k)->name, count[k],
+                    per_kernel[k]);
+    free(ts);
 }
 
 /* ---- run ---- */
@@ -785,6 +828,7 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
     double t0 = p->b->debug ? ms_now() : 0.0;
     RLX_TRY(rlx_vk_submit_wait(p->b->dev, p->cb, p->fence, "running a program"));
     if (p->b->debug) fprintf(stderr, "rlx vulkan run: %zu dispatches in %.2f ms\n", p->run.n, ms_now() - t0);
+    if (p->timestamps) print_profile(p);
     const uint8_t *rb = p->rb.mapped;
     uint32_t st[4];
     memcpy(st, rb, sizeof st);

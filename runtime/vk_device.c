@@ -234,6 +234,7 @@ static void snapshot_properties(VkPhysicalDevice phys, rlx_vk_caps *c, bool size
     c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
     c->max_shared = l->maxComputeSharedMemorySize;
     c->max_push = l->maxPushConstantsSize;
+    c->timestamp_period = l->timestampComputeAndGraphics ? l->timestampPeriod : 0.0f;
 }
 
 static void snapshot_max_alloc(VkPhysicalDevice phys, rlx_vk_caps *c) {

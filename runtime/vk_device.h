@@ -61,6 +61,7 @@ typedef struct rlx_vk_caps {
     uint64_t storage_align;       /* minStorageBufferOffsetAlignment */
     uint64_t atom_size;           /* nonCoherentAtomSize */
     uint32_t max_wg_count[3], max_wg_size[3], max_wg_invocations, max_shared, max_push;
+    float timestamp_period;       /* ns per timestamp tick; 0 when compute queues cannot time */
     uint32_t queue_family;        /* the compute queue family used */
 
     uint32_t n_heaps;

@@ -46,6 +46,7 @@ typedef struct rlx_vk_backend {
     uint32_t wg_row;              /* workgroup size of row reductions over long rows */
     bool debug;                   /* RLX_VK_DEBUG: print each program's plan */
     bool fusion;                  /* RLX_VK_FUSION=0 turns fusion off (to compare against) */
+    bool profile;                 /* RLX_VK_PROFILE: time every dispatch, print per kernel after runs */
 } rlx_vk_backend;
 
 struct rlx_session {
@@ -160,6 +161,7 @@ struct rlx_program {
     VkCommandPool cmd_pool;       /* owned: this program's command buffer */
     VkCommandBuffer cb;
     VkFence fence;                /* owned */
+    VkQueryPool timestamps;       /* owned when profiling: two per dispatch */
 };
 
 /* ---- vk_compile.c, for the lowering ---- */

@@ -326,6 +326,13 @@ static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
+/* Weight rows per matvec workgroup: one per subgroup of the snapshot's size (a different size at
+ * run time only changes how rows are shared out, shaders/matmul.comp). */
+static uint32_t rows_per_group(const rlx_program *p) {
+    uint32_t sg = p->b->dev->caps->subgroup_size;
+    return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
+}
+
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
  * EPI_*_MUL (shaders/matmul.comp). */
 static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
@@ -334,8 +341,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     /* many rows (prefill): 64 x 64 tiles through shared memory; else one weight row per workgroup */
     bool tiled = rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256;
-    uint32_t nx = rows < 8 ? (uint32_t)rows : 8;
-    uint32_t spec[4] = {p->b->wg, m.type, nx, epi};
+    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
+    uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
     if (tiled) {
         spec[0] = 256;
         spec[2] = epi;
@@ -352,7 +359,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
-        uint64_t groups = tiled ? ceil_div(part_rows, 64) * ceil_div(rows, 64) : part_rows * ceil_div(rows, nx);
+        uint64_t groups = tiled ? ceil_div(part_rows, 64) * ceil_div(rows, 64)
+                                : ceil_div(part_rows, per_group) * ceil_div(rows, nx);
         RLX_TRY(vk_emit(p, &p->run, out_node, tiled ? RLX_VK_KERNEL_matmul_tiled : RLX_VK_KERNEL_matmul, spec, bind, 4,
                         aux != RLX_NO_NODE ? 11u : 3u, 4u, push, sizeof push, groups));
     }

@@ -4,7 +4,9 @@
 //
 // Every block size in bytes is even and every field inside a block starts at an even offset, so
 // all reads here are of 32-bit values at 2-aligned byte addresses (rd32). Byte addresses are
-// 32-bit: a binding never exceeds 2 GiB (runtime/vk_device.c).
+// 32-bit: a binding never exceeds 2 GiB (runtime/vk_device.c). Weight bindings carry 16 bytes of
+// padding past the data (runtime/vk_backend.c), so rd32 reads its two words unconditionally and
+// picks with a select: a branch on the address costs both paths on SIMD CPU devices (lavapipe).
 
 #define T_F32 0u
 #define T_F16 1u
@@ -23,9 +25,8 @@
 
 // The 32 bits at byte address a (a even).
 uint rd32(uint a) {
-    uint i = a >> 2;
-    if ((a & 2u) == 0u) return w_words[i];
-    return (w_words[i] >> 16) | (w_words[i + 1u] << 16);
+    uint i = a >> 2, w0 = w_words[i], w1 = w_words[i + 1u];
+    return (a & 2u) == 0u ? w0 : (w0 >> 16) | (w1 << 16);
 }
 
 uint rd16(uint a) { return (w_words[a >> 2] >> ((a & 2u) * 8u)) & 0xffffu; }
@@ -92,12 +93,10 @@ vec2 scale_min_k4(uint sc, uint j) {
 // Elements [e, e + 8) of the row whose first block starts at byte `row`; e % 8 == 0.
 void dq8(uint row, uint e, out vec4 lo, out vec4 hi) {
     switch (W_TYPE) {
-    case T_F32: {
-        uint a = row + e * 4u;
-        lo = vec4(uintBitsToFloat(rd32(a)), uintBitsToFloat(rd32(a + 4u)), uintBitsToFloat(rd32(a + 8u)),
-                  uintBitsToFloat(rd32(a + 12u)));
-        hi = vec4(uintBitsToFloat(rd32(a + 16u)), uintBitsToFloat(rd32(a + 20u)), uintBitsToFloat(rd32(a + 24u)),
-                  uintBitsToFloat(rd32(a + 28u)));
+    case T_F32: { // rows of F32 are 4-aligned
+        uint i = (row >> 2) + e;
+        lo = uintBitsToFloat(uvec4(w_words[i], w_words[i + 1u], w_words[i + 2u], w_words[i + 3u]));
+        hi = uintBitsToFloat(uvec4(w_words[i + 4u], w_words[i + 5u], w_words[i + 6u], w_words[i + 7u]));
         return;
     }
     case T_F16: {
