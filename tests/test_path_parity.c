@@ -20,6 +20,10 @@
 #include "test_util.h"
 
 #define N_STEPS 32
+/* Cached vs naive logits: 1e-5 relative to the logits' scale (max(1, max|logit|)). On the CPU
+ * every path runs the same kernels in the same order and the difference is exactly 0; on a GPU
+ * the naive path's many-row matmuls use the tiled kernel, whose f32 sums run in another order
+ * than decode's matvec (seen on an H100: 1.45e-5 at max|logit| ~6, i.e. a few ulp). */
 #define PATH_TOL 1e-5
 
 enum { BUCKETED, EXACT, NAIVE, NO_PREFILL_CACHE, N_RUNNERS };
@@ -37,6 +41,12 @@ static const char *const RUNNER_NAMES[N_RUNNERS] = {"bucketed", "exact", "naive"
  * model; the runner's vocab is checked first. */
 static const int32_t PROMPT_A[] = {1};
 static const int32_t PROMPT_B[] = {1, 403, 407, 261, 378, 17, 300};
+
+static double max_abs(const float *a, int32_t n) {
+    double m = 0;
+    for (int32_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i]));
+    return m;
+}
 
 static double max_abs_diff(const float *a, const float *b, int32_t n) {
     double worst = 0;
@@ -97,9 +107,10 @@ static void check_cached_vs_naive(runners *rs, const int32_t *prompt, int32_t n_
     for (step = 0; step < N_STEPS; step++) {
         if (!T_OK(rlx_runner_predict_logits(rs->r[NAIVE], seq, n, lr))) break;
         double db = max_abs_diff(lb, lr, v), de = max_abs_diff(le, lr, v), dbe = max_abs_diff(lb, le, v);
-        T_CHECK(db <= PATH_TOL && de <= PATH_TOL,
-                "prompt of %d, step %d (n_past %d): max|Δ| bucketed-naive %.3g, exact-naive %.3g > %.0e", n_prompt,
-                step, n, db, de, PATH_TOL);
+        double tol = PATH_TOL * fmax(1.0, max_abs(lr, v));
+        T_CHECK(db <= tol && de <= tol,
+                "prompt of %d, step %d (n_past %d): max|Δ| bucketed-naive %.3g, exact-naive %.3g > %.3g", n_prompt,
+                step, n, db, de, tol);
         worst_b = fmax(worst_b, db);
         worst_e = fmax(worst_e, de);
         worst_be = fmax(worst_be, dbe);
