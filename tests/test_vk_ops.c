@@ -161,7 +161,8 @@ static void compare(rlx_op op, const char *label, tgraph *t, const step *steps, 
                     double tol) {
     int32_t n_out = rlx_graph_n_outputs(t->g);
     side v, c;
-    bool ok = open_side(g_vk, t, &v, n_out) & open_side(g_cpu, t, &c, n_out);
+    bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
+    bool ok = ok_vk && ok_cpu;
     int64_t static_rows = rlx_graph_n_inputs(t->g) ? rlx_graph_node(t->g, rlx_graph_input_node(t->g, 0))->shape.dim[0]
                                                     : 1;
     for (int k = 0; ok && k < n_steps; k++) {
@@ -185,7 +186,8 @@ static void compare1(rlx_op op, const char *label, tgraph *t, int32_t n_tokens) 
 static void expect_run_error(tgraph *t, step st, rlx_code code, const char *needle) {
     int32_t n_out = rlx_graph_n_outputs(t->g);
     side v, c;
-    if (open_side(g_vk, t, &v, n_out) & open_side(g_cpu, t, &c, n_out)) {
+    bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
+    if (ok_vk && ok_cpu) {
         T_ERR(run_side(g_vk, t, &v, st), code, needle);
         T_ERR(run_side(g_cpu, t, &c, st), code, needle);
     }
