@@ -473,7 +473,8 @@ rlx_status rlx_tok_decode_piece(const rlx_tokenizer *t, int32_t id, unsigned fla
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "token id %" PRId32 " is outside the vocabulary [0, %" PRIu32 ")",
                           id, t->vocab.n);
     uint8_t ty = t->vocab.type[id];
-    const char *p = t->vocab.piece.p + t->vocab.piece_off[id];
+    /* a vocabulary of empty pieces allocates no piece buffer: NULL + 0 is undefined */
+    const char *p = t->vocab.piece.p ? t->vocab.piece.p + t->vocab.piece_off[id] : "";
     size_t n = t->vocab.piece_len[id];
     if ((ty == RLX_TOKEN_TYPE_CONTROL || ty == RLX_TOKEN_TYPE_UNKNOWN) && !(flags & RLX_DECODE_SPECIAL)) n = 0;
     if (n && *at_start) {
