@@ -326,6 +326,10 @@ static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
+/* Workgroup size of a one-row-per-workgroup reduction: short rows (head-sized norms) take the small
+ * size, so that threads are not mostly idle (and CPU devices do not switch idle fibers). */
+static uint32_t row_wg(const rlx_program *p, uint64_t cols) { return cols <= 1024 ? p->b->wg : p->b->wg_row; }
+
 /* Weight rows per matvec workgroup: one per subgroup of the snapshot's size (a different size at
  * run time only changes how rows are shared out, shaders/matmul.comp). */
 static uint32_t rows_per_group(const rlx_program *p) {
@@ -391,7 +395,7 @@ static rlx_status emit_rms_norm(rlx_program *p, rlx_node out_node, rlx_node norm
         n_rot = (uint32_t)r->n_rot;
         bind[3] = vk_const_range(p, out->const_offset, (VkDeviceSize)n_rot / 2 * 8);
     }
-    uint32_t spec[2] = {p->b->wg_row, mode};
+    uint32_t spec[2] = {row_wg(p, cols), mode};
     uint32_t push[7] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(scale),
                         tok_rows(out), heads, n_rot};
     return vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_rms_norm, spec, bind, 4, rope ? 11u : 3u, 4u, push,
@@ -509,7 +513,7 @@ static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uin
     vk_range bind[2];
     RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
     bind[1] = vk_node_range(p, i);
-    uint32_t spec[1] = {p->b->wg_row};
+    uint32_t spec[1] = {row_wg(p, cols)};
     uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, tok};
     return vk_emit(p, &p->run, i, k, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
 }
@@ -558,7 +562,7 @@ static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w
     vk_range bind[4] = {x, route, {0}, y};
     uint64_t row0, part_rows;
     matrix_part(&m, 0, &bind[2], &row0, &part_rows);
-    uint32_t spec[4] = {p->b->wg, m.type, mode, 0};
+    uint32_t spec[5] = {p->b->wg_row, m.type, mode, 0, rows_per_group(p)};
     uint32_t push[8] = {(uint32_t)rows,
                         (uint32_t)ws->dim[0],
                         slots,
@@ -567,7 +571,8 @@ static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w
                         (uint32_t)m.row_bytes,
                         (uint32_t)(out * m.row_bytes),
                         n->tok ? 1u : 0u};
-    uint64_t groups = mode == MOE_DOWN ? out * rows : out * slots * rows;
+    uint64_t blocks = ceil_div(out, rows_per_group(p));
+    uint64_t groups = mode == MOE_DOWN ? blocks * rows : blocks * slots * rows;
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mv, spec, bind, 4, mode == MOE_UP ? 15u : 7u, 8u, push,
                    sizeof push, groups);
 }

@@ -5,17 +5,19 @@
 //  MODE 1 (up):   y[i, s, f] = act(y[i, s, f]) * (up_e[f, :] . x[i, :])
 //  MODE 2 (down): y[i, d]    = sum_s route[i, e_s] * (down_e[d, :] . h[i, s, :])
 // Rows route to at most `slots` experts (top_k when the route comes from MOE_ROUTE, else E).
-// One workgroup per output element; threads split the dot product.
+// A workgroup computes R output rows, one per subgroup (matmul.comp's scheme).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "reduce.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(constant_id = 1) const uint W_TYPE = 0;
 layout(constant_id = 2) const uint MODE = 0;
 layout(constant_id = 3) const uint ACT = 0; // MODE 1: 0 silu, 1 gelu_tanh
+layout(constant_id = 4) const uint R = 1;   // output rows per workgroup (about WG / subgroup size)
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
-layout(set = 1, binding = 1) readonly buffer R { float route[]; };
+layout(set = 1, binding = 1) readonly buffer Route { float route[]; };
 layout(set = 1, binding = 2) readonly buffer Wt { uint w_words[]; };
 layout(set = 1, binding = 3) buffer Y { float y[]; };
 
@@ -45,45 +47,53 @@ uint slot_expert(uint i, uint s) {
     return 0xffffffffu;
 }
 
+// This subgroup's share of route-weighted dot products: lanes split the row, subgroupAdd reduces.
 float dot_row(uint e, uint out_row, uint xbase) {
-    uint t = gl_LocalInvocationID.x, row = e * p.expert_bytes + out_row * p.row_bytes;
+    uint lane = gl_SubgroupInvocationID, row = e * p.expert_bytes + out_row * p.row_bytes, n8 = p.k / 8u;
     float acc = 0.0;
-    for (uint u = t; u < p.k / 8u; u += WG) {
+    for (uint u = lane; u < n8; u += gl_SubgroupSize) {
         vec4 lo, hi;
         dq8(row, u * 8u, lo, hi);
         uint xi = xbase + u * 8u;
         acc += dot(lo, vec4(x[xi], x[xi + 1u], x[xi + 2u], x[xi + 3u])) +
                dot(hi, vec4(x[xi + 4u], x[xi + 5u], x[xi + 6u], x[xi + 7u]));
     }
-    for (uint c = (p.k / 8u) * 8u + t; c < p.k; c += WG) acc += dq1(row, c) * x[xbase + c];
-    return wg_sum(acc);
+    for (uint c = n8 * 8u + lane; c < p.k; c += gl_SubgroupSize) acc += dq1(row, c) * x[xbase + c];
+    return subgroupAdd(acc);
 }
 
 void main() {
-    uint gid = group_id(), t = gl_LocalInvocationID.x;
+    // a workgroup owns R consecutive output rows of one (row i[, slot s]); one subgroup per output
+    uint gid = group_id(), blocks = (p.m + R - 1u) / R, lane = gl_SubgroupInvocationID;
+    uint f0 = (gid % blocks) * R;
     if (MODE == 2u) {
-        uint d = gid % p.m, i = gid / p.m;
+        uint i = gid / blocks;
         if (i >= valid_rows(p.rows, p.tok)) return;
-        float acc = 0.0;
-        for (uint s = 0u; s < p.slots; s++) {
-            uint e = slot_expert(i, s);
-            if (e == 0xffffffffu) break;
-            acc += route[i * p.experts + e] * dot_row(e, d, (i * p.slots + s) * p.k);
+        for (uint rr = gl_SubgroupID; rr < R && f0 + rr < p.m; rr += gl_NumSubgroups) {
+            uint d = f0 + rr;
+            float acc = 0.0;
+            for (uint s = 0u; s < p.slots; s++) {
+                uint e = slot_expert(i, s);
+                if (e == 0xffffffffu) break;
+                acc += route[i * p.experts + e] * dot_row(e, d, (i * p.slots + s) * p.k);
+            }
+            if (lane == 0u) y[i * p.m + d] = acc;
         }
-        if (t == 0u) y[i * p.m + d] = acc;
         return;
     }
-    uint f = gid % p.m, s = (gid / p.m) % p.slots, i = gid / (p.m * p.slots);
+    uint s = (gid / blocks) % p.slots, i = gid / (blocks * p.slots);
     if (i >= valid_rows(p.rows, p.tok)) return;
     uint e = slot_expert(i, s);
-    uint yi = (i * p.slots + s) * p.m + f;
-    if (e == 0xffffffffu) {
-        if (t == 0u) y[yi] = 0.0;
-        return;
-    }
-    float v = dot_row(e, f, i * p.k);
-    if (t == 0u) {
-        if (MODE == 1u) v *= ACT == 0u ? silu(y[yi]) : gelu_tanh(y[yi]);
-        y[yi] = v;
+    for (uint rr = gl_SubgroupID; rr < R && f0 + rr < p.m; rr += gl_NumSubgroups) {
+        uint f = f0 + rr, yi = (i * p.slots + s) * p.m + f;
+        if (e == 0xffffffffu) {
+            if (lane == 0u) y[yi] = 0.0;
+            continue;
+        }
+        float v = dot_row(e, f, i * p.k);
+        if (lane == 0u) {
+            if (MODE == 1u) v *= ACT == 0u ? silu(y[yi]) : gelu_tanh(y[yi]);
+            y[yi] = v;
+        }
     }
 }
