@@ -10,13 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "runtime/vk_status.h"
 
 /* A hung or lost GPU must come back as an error, not block forever. */
 #define RLX_VK_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
-/* Bindings are addressed with 32-bit byte offsets in the shaders (vk_common.glsl). */
+/* How long a submit polls its fence before it sleeps in vkWaitForFences. */
+#define RLX_VK_SPIN_MS 5.0
+/* Bindings are addressed with 32-bit byte offsets in the shaders (shaders/dequant.glsl). */
 #define RLX_VK_BINDING_CAP (1ull << 31)
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 static struct {
     pthread_mutex_t lock;
@@ -575,6 +584,15 @@ rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fenc
     VkResult r = d->vk.vkQueueSubmit(d->queue, 1, &si, fence);
     pthread_mutex_unlock(&d->queue_lock);
     RLX_VK_TRY(r, what);
+    /* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
+     * wake-up latency of that order (more in virtual machines), so a GPU is polled for a while
+     * first. Not a CPU device: there the polling thread would take a core from the device. */
+    if (!d->caps->is_cpu) {
+        double start = now_ms();
+        while ((r = d->vk.vkGetFenceStatus(d->dev, fence)) == VK_NOT_READY && now_ms() - start < RLX_VK_SPIN_MS) {
+        }
+        if (r != VK_NOT_READY && r != VK_SUCCESS) RLX_VK_TRY(r, what);
+    }
     r = d->vk.vkWaitForFences(d->dev, 1, &fence, VK_TRUE, RLX_VK_FENCE_TIMEOUT_NS);
     if (r == VK_TIMEOUT)
         return rlx_errorf(RLX_ERR_DEVICE, "%s: the device did not finish within %llu s (hang?)", what,

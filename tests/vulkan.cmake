@@ -25,6 +25,8 @@ if(RLX_VULKAN)
   rlx_add_vk_test(test_vk_device)
   rlx_add_vk_test(test_vk_ops)
   rlx_add_vk_test(test_vk_cache)
+  rlx_add_vk_test(test_vk_models)
+  set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
 
   # The runner-level parity programs of tests/parity.cmake, run on the Vulkan backend
   # (RLX_TEST_BACKEND=vulkan): family parity against the fixtures' references, and path parity
