@@ -13,6 +13,9 @@
 #define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
+#define ATTN_SPLIT_KEYS 256     /* keys per attention split */
+#define ATTN_SPLIT_MAX_ROWS 4   /* more query rows than this fill the device without splits */
+#define ATTN_MAX_SPLITS 64
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
 enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
@@ -260,6 +263,15 @@ static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
     return (uint32_t)route->info.shape.dim[1];
 }
 
+/* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep
+ * only rows x heads workgroups busy, so the keys are shared out in ranges of about 256. */
+static uint32_t attention_splits(const rlx_program *p, rlx_node i) {
+    int64_t rows = in(p, i, 0)->info.shape.dim[0], keys = in(p, i, 1)->info.shape.dim[0];
+    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 2 * ATTN_SPLIT_KEYS) return 1;
+    int64_t splits = keys / ATTN_SPLIT_KEYS;
+    return (uint32_t)(splits < ATTN_MAX_SPLITS ? splits : ATTN_MAX_SPLITS);
+}
+
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
     for (int k = 0; k < n->info.n_in; k++) {
@@ -289,6 +301,9 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
         if (in(p, i, 0)->info.shape.dim[2] > MAX_HEAD || n->info.shape.dim[2] > MAX_HEAD)
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d ATTENTION: head size %" PRId64 "/%" PRId64
                               " exceeds %d", i, in(p, i, 0)->info.shape.dim[2], n->info.shape.dim[2], MAX_HEAD);
+        if (attention_splits(p, i) > 1) /* per (row, head, split): max, sum, acc[Dv] */
+            n->scratch_bytes = (uint64_t)(n->numel / n->info.shape.dim[2]) * attention_splits(p, i) *
+                               ((uint64_t)n->info.shape.dim[2] + 2) * 4;
         return NULL;
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
     case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
@@ -438,20 +453,33 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
-    vk_range bind[4];
+    uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
+    vk_range bind[5];
     for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
-    uint32_t spec[2] = {p->b->wg, MAX_HEAD};
-    uint32_t push[9] = {(uint32_t)rows,
-                        (uint32_t)heads,
-                        (uint32_t)k->info.shape.dim[1],
-                        (uint32_t)q->info.shape.dim[2],
-                        (uint32_t)n->info.shape.dim[2],
-                        (uint32_t)k->info.shape.dim[0],
-                        (uint32_t)n->info.attrs.window,
-                        f32_bits(n->info.attrs.scale),
-                        n->tok ? 1u : 0u};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 4, 7u, 8u, push, sizeof push, rows * heads);
+    bind[4] = bind[3];
+    if (splits > 1)
+        bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
+                             n->scratch_bytes};
+    uint32_t spec[3] = {p->b->wg, MAX_HEAD, splits > 1};
+    uint32_t push[10] = {(uint32_t)rows,
+                         (uint32_t)heads,
+                         (uint32_t)k->info.shape.dim[1],
+                         (uint32_t)q->info.shape.dim[2],
+                         dv,
+                         (uint32_t)k->info.shape.dim[0],
+                         (uint32_t)n->info.attrs.window,
+                         f32_bits(n->info.attrs.scale),
+                         n->tok ? 1u : 0u,
+                         splits};
+    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
+                    sizeof push, rows * heads * splits));
+    if (splits == 1) return NULL;
+    vk_range cbind[2] = {bind[4], bind[3]};
+    uint32_t cspec[1] = {p->b->wg};
+    uint32_t cpush[5] = {(uint32_t)rows, (uint32_t)heads, dv, splits, n->tok ? 1u : 0u};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attn_combine, cspec, cbind, 2, 1u, 2u, cpush, sizeof cpush,
+                   rows * heads);
 }
 
 /* out_node = op(a, b) elementwise (b RLX_NO_NODE for unary ops). */

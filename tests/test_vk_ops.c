@@ -414,6 +414,8 @@ static void test_ATTENTION(void) {
     attention_cached(4, 2, 64, 0, 17, 96);
     attention_cached(4, 1, 32, 8, 3, 200);
     attention_cached(2, 2, 16, 0, 1, 300);
+    attention_cached(4, 2, 64, 0, 1, 1100);  /* decode over a long cache: key splits */
+    attention_cached(4, 4, 32, 100, 3, 2000); /* splits with a window: most ranges empty */
 }
 
 static void elementwise_cases(rlx_op op, float a) {
