@@ -463,6 +463,11 @@ static rlx_status read_alignment(rlx_gguf *g) {
     uint64_t a = kv->value.u64;
     if (a == 0 || (a & (a - 1)) != 0)
         return rlx_errorf(RLX_ERR_BAD_FILE, "kv 'general.alignment': %" PRIu64 " is not a non-zero power of two", a);
+    /* docs/gguf.md: "it must be a multiple of 8". Less would leave tensor data misaligned for its
+     * element type (f32 at an odd address), which kernels reading it in place must not see. */
+    if (a < 8)
+        return rlx_errorf(RLX_ERR_BAD_FILE, "kv 'general.alignment': %" PRIu64 " is below 8 (the format requires a "
+                          "multiple of 8)", a);
     g->alignment = (uint32_t)a;
     return NULL;
 }

@@ -550,7 +550,7 @@ static rlx_status convert_all(conv *cv, const rlx_safetensors *st) {
         for (uint64_t il = 0; il < cv->c->n_layer; il++)
             for (int proj = 0; proj < 3; proj++) RLX_TRY(stack_layer_proj(cv, il, proj));
     if (cv->c->family == RLX_FAMILY_LLAMA && cv->c->has_rope_freqs) RLX_TRY(add_rope_freqs(cv));
-    qsort(cv->out.v, cv->out.n, sizeof *cv->out.v, cmp_weight_name);
+    if (cv->out.n > 1) qsort(cv->out.v, cv->out.n, sizeof *cv->out.v, cmp_weight_name); /* empty: v may be NULL */
     for (size_t i = 1; i < cv->out.n; i++)
         if (!strcmp(cv->out.v[i - 1].name, cv->out.v[i].name))
             return rlx_errorf(RLX_ERR_BAD_FILE, "HF checkpoint: two tensors map to '%s'", cv->out.v[i].name);

@@ -195,6 +195,7 @@ static int cmp_by_data(const void *a, const void *b) {
 
 /* Tensors [first, l->n) all come from one data buffer at `data`: no two may share a byte. */
 static rlx_status check_overlap(const char *what, st_list *l, size_t first, const uint8_t *data) {
+    if (first >= l->n) return NULL; /* no tensors (and maybe no list: NULL + 0 is undefined) */
     size_t n = l->n - first;
     rlx_st_tensor *v = l->v + first;
     qsort(v, n, sizeof *v, cmp_by_data);
@@ -290,7 +291,7 @@ void rlx_safetensors_close(rlx_safetensors *st) {
 static rlx_status finish(st_list *l, st_shards *sh, rlx_safetensors **out) {
     rlx_safetensors *st = calloc(1, sizeof *st);
     if (!st) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "safetensors: cannot allocate the reader");
-    qsort(l->v, l->n, sizeof *l->v, cmp_by_name_then_shard);
+    if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, cmp_by_name_then_shard); /* no tensors: v may be NULL */
     st->tensors = l->v;
     st->n_tensors = l->n;
     st->n_shards = sh->n;
@@ -426,7 +427,7 @@ static size_t find_in_shard(const st_list *l, const char *name, uint32_t shard) 
 /* Copies the tensors the weight map lists from *all into *picked, checking each is where the map
  * says it is. */
 static rlx_status pick_mapped(const char *index, json_t *map, const st_shards *sh, st_list *all, st_list *picked) {
-    qsort(all->v, all->n, sizeof *all->v, cmp_by_name_then_shard);
+    if (all->n > 1) qsort(all->v, all->n, sizeof *all->v, cmp_by_name_then_shard); /* empty: v may be NULL */
     const char *tname;
     json_t *file;
     json_object_foreach(map, tname, file) {

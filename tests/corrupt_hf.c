@@ -248,9 +248,10 @@ static bool st_parse(hf_src *h) {
     return h->req_end <= h->st_len;
 }
 
-/* A safetensors file from a header text and the fixture's data section. */
-static void emit_st_text(hf_src *h, corrupt_case c, const char *json, size_t json_len) {
-    size_t padded = (json_len + 7) / 8 * 8, data_len = h->st_len - 8 - (size_t)h->hlen;
+/* A safetensors file from a header text and the fixture's data section; the header is padded with
+ * spaces to a multiple of 8, plus `extra` more (which leaves the data unaligned). */
+static void emit_st_padded(hf_src *h, corrupt_case c, const char *json, size_t json_len, size_t extra) {
+    size_t padded = (json_len + 7) / 8 * 8 + extra, data_len = h->st_len - 8 - (size_t)h->hlen;
     uint8_t *buf = malloc(8 + padded + data_len);
     if (!buf) return;
     corrupt_put_u64(buf, padded);
@@ -259,6 +260,10 @@ static void emit_st_text(hf_src *h, corrupt_case c, const char *json, size_t jso
     memcpy(buf + 8 + padded, h->st + 8 + h->hlen, data_len);
     emit(h, c, "model.safetensors", buf, 8 + padded + data_len);
     free(buf);
+}
+
+static void emit_st_text(hf_src *h, corrupt_case c, const char *json, size_t json_len) {
+    emit_st_padded(h, c, json, json_len, 0);
 }
 
 static void emit_st(hf_src *h, corrupt_case c, json_t *header) {
@@ -405,6 +410,13 @@ static void st_structure(hf_src *h) {
     const char *names[3] = {NULL, NULL, NULL};
     st_pick(h, names);
     emit_st(h, corrupt_case_make("baseline", OK, OK, OK, "safetensors header re-serialised"), h->header);
+    /* The format does not align the data buffer (only its writer pads the header to 8): a valid file
+     * whose tensors start at odd addresses, which no reader may load through a misaligned pointer. */
+    char *compact = json_dumps(h->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    for (size_t extra = 1; compact && extra < 8; extra += 5)
+        emit_st_padded(h, corrupt_case_make("st-unaligned", OK, OK, OK, "header padded to 8k+%zu bytes", extra),
+                       compact, strlen(compact), extra);
+    free(compact);
     for (int i = 0; i < 3; i++)
         if (names[i] && (i == 0 || names[i] != names[i - 1])) st_tensor_edits(h, names[i]);
     st_overlap(h);
