@@ -1,6 +1,9 @@
 #include "cli_text.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +31,41 @@ const char *rlx_cli_default_model(void) {
         }
     }
     return RLX_SOURCE_DIR "/models/stories260K.gguf";
+}
+
+typedef struct {
+    const char *path;
+    atomic_bool done;
+    double t0;
+} load_progress;
+
+static void *show_progress(void *arg) {
+    load_progress *p = arg;
+    const struct timespec tick = {0, 100 * 1000 * 1000};
+    bool shown = false;
+    for (int i = 0; !atomic_load(&p->done); i++) {
+        nanosleep(&tick, NULL);
+        double t = rlx_cli_now() - p->t0;
+        if (t < 1.0 || atomic_load(&p->done)) continue;
+        char bar[] = "[          ]";
+        int pos = i % 18, at = pos < 9 ? pos : 17 - pos; /* to and fro over 10 cells */
+        bar[1 + at] = '=';
+        bar[2 + at] = '=';
+        fprintf(stderr, "\rloading %s %s %.1f s", p->path, bar, t);
+        shown = true;
+    }
+    if (shown) fputs("\r\033[K", stderr); /* clear the line */
+    return NULL;
+}
+
+rlx_status rlx_cli_open_runner(const char *path, const rlx_runner_opts *opts, rlx_runner **out) {
+    load_progress p = {.path = path, .t0 = rlx_cli_now()};
+    pthread_t thread;
+    bool started = isatty(STDERR_FILENO) && pthread_create(&thread, NULL, show_progress, &p) == 0;
+    rlx_status s = rlx_runner_open(path, opts, out);
+    atomic_store(&p.done, true);
+    if (started) pthread_join(thread, NULL);
+    return s;
 }
 
 rlx_status rlx_cli_stream_init(rlx_cli_stream *s, const rlx_tokenizer *tok, FILE *out) {

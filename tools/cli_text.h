@@ -15,6 +15,11 @@
  * directory in the checkout, or ../share/rlx/), else the source tree the binary was built from. */
 const char *rlx_cli_default_model(void);
 
+/* rlx_runner_open, with a progress line on stderr once loading (mapping, checking, uploading to
+ * the GPU) has taken over a second and stderr is a terminal. The loader reports no fraction done,
+ * so the bar moves to and fro beside the elapsed time instead of filling. */
+rlx_status rlx_cli_open_runner(const char *path, const rlx_runner_opts *opts, rlx_runner **out);
+
 /* Streams generated ids to `out` as text. Stops (the callback returns false) at an end-of-generation
  * token, which is not printed, or when *interrupt becomes non-zero (Ctrl-C). */
 typedef struct rlx_cli_stream {

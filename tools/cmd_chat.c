@@ -183,7 +183,7 @@ static rlx_status open_chat(chat *c, chat_args *a) {
         return rlx_status_annotate(s, "'%s' has no chat template (give one with --chat-template FILE)", a->m.model);
     if (s) return s;
     RLX_TRY(rlx_cli_stream_init(&c->out, c->tok, stdout));
-    RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &c->r));
+    RLX_TRY(rlx_cli_open_runner(a->m.model, &a->m.opts, &c->r));
     if (a->system) RLX_TRY(conversation_add(&c->conv, "system", a->system, strlen(a->system)));
     return NULL;
 }

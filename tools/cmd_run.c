@@ -168,7 +168,7 @@ static rlx_status run(run_args *a) {
     rlx_tokenizer *tok = NULL;
     RLX_TRY(rlx_tokenizer_open(a->m.model, &tok));
     rlx_runner *r = NULL;
-    rlx_status s = rlx_runner_open(a->m.model, &a->m.opts, &r);
+    rlx_status s = rlx_cli_open_runner(a->m.model, &a->m.opts, &r);
     if (!s) s = generate_text(a, r, tok);
     rlx_runner_close(r);
     rlx_tokenizer_close(tok);
