@@ -4,7 +4,9 @@
  * Bounds (fixtures README): max|Δlogit| <= 3e-2, the tolerance for f16/mixed compute that the
  * backend must meet; and, since every Vulkan kernel computes in f32 like the CPU, also <= 1e-3, the
  * f32 tolerance. Greedy ids must agree exactly up to the first step whose top-2 logit margin (on
- * the CPU) is below twice that f32 bound (the near-tie rule). */
+ * the CPU) is below twice that f32 bound (the near-tie rule).
+ *
+ *   test_vk_models [FAMILY...]    default: every family */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,11 +106,22 @@ static const char *model_rel(size_t i) {
     return rel;
 }
 
-int main(void) {
-    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) t_require_fixture(model_rel(i));
+/* With arguments, only the models of those families ("qwen3", "gemma3", ...). */
+static bool selected(size_t i, int argc, char **argv) {
+    for (int a = 1; a < argc; a++) {
+        size_t n = strlen(argv[a]);
+        if (strncmp(MODELS[i], argv[a], n) == 0 && MODELS[i][n] == '/') return true;
+    }
+    return argc < 2;
+}
+
+int main(int argc, char **argv) {
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (selected(i, argc, argv)) t_require_fixture(model_rel(i));
     rlx_backend_destroy(vkt_backend()); /* skips here without a Vulkan device */
     compare_model("stories260K", t_source_path("models/stories260K.gguf"));
-    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) compare_model(MODELS[i], t_fixture(model_rel(i)));
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (selected(i, argc, argv)) compare_model(MODELS[i], t_fixture(model_rel(i)));
     printf("worst max|Δlogit| vulkan vs cpu: %.3e (bounds %.0e and, f32 compute, %.0e)\n", g_worst, TOL, TOL_F32);
     vkt_check_validation();
     return t_summary("test_vk_models");
