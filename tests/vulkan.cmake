@@ -10,7 +10,8 @@ if(RLX_VULKAN)
     set(RLX_VK_TEST_DEVICE "gpu,llvmpipe")
   endif()
   set(RLX_VK_TEST_ENV "RLX_VK_VALIDATION=1" "RLX_VK_DEVICE=${RLX_VK_TEST_DEVICE}"
-      "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+      "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache"
+      "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan_vulkan.supp")
 
   add_library(rlx_vk_test_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_vk_util.c)
   target_link_libraries(rlx_vk_test_util PUBLIC rlx_test_util)
