@@ -1,5 +1,16 @@
 /* Introspection of a Vulkan backend for tests and tools (the backend itself is reached through
- * ir/backend.h: rlx_backend_vulkan_create). `b` must come from rlx_backend_vulkan_create. */
+ * ir/backend.h: rlx_backend_vulkan_create). `b` must come from rlx_backend_vulkan_create.
+ *
+ * Environment (read when a backend is created):
+ *   RLX_VK_DEVICE=<index|name|gpu>[,...]  device choice, tried in order (vk_device.h)
+ *   RLX_VK_VALIDATION=1                   Khronos validation + synchronization validation; every
+ *                                         warning/error is printed and counted
+ *   RLX_VK_PIPELINE_CACHE=0               no on-disk pipeline cache ($XDG_CACHE_HOME/rlx/)
+ *   RLX_VK_FUSION=0                       compile without fusions (vk_lower.c)
+ *   RLX_VK_DEBUG=1                        print each program's plan (dispatches, barriers, peak
+ *                                         intermediate memory, compile time) and each run's time
+ *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel
+ *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit, to exercise weight splitting */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 
