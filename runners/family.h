@@ -2,7 +2,8 @@
  * decode. The generator (runners/generator.c) decides which graph it needs and caches the compiled
  * programs; the families only build graphs and know nothing of backends or caches.
  *
- * Every graph has one INPUT, "ids" (I32 [rows]), and one output, "logits" (F32 [rows or 1, n_vocab]).
+ * Every graph has one INPUT, "ids" (I32 [rows]), and one output, "logits" (F32 [rows or 1, n_vocab]),
+ * or, for a decode graph built with RLX_DECODE_ARGMAX, "argmax" (I32 [1]).
  * It runs with the run-time scalars n_past and n_tokens of ir/ops.def. */
 #ifndef RLX_RUNNERS_FAMILY_H
 #define RLX_RUNNERS_FAMILY_H
@@ -26,6 +27,14 @@ typedef enum {
 
 const char *rlx_prefill_kind_name(rlx_prefill_kind kind); /* "last", "all", "naive-last", "naive-all" */
 
+/* What a decode graph ends in. Greedy decoding needs only the argmax, and taking it on the device
+ * spares the read-back of n_vocab floats and the host's pass over them at every step. */
+typedef enum {
+    RLX_DECODE_LOGITS = 0, /* output "logits": F32 [1, V] */
+    RLX_DECODE_ARGMAX,     /* output "argmax": I32 [1], the first index of the largest logit */
+    RLX_DECODE_HEAD_COUNT,
+} rlx_decode_head;
+
 typedef struct rlx_family_ops {
     rlx_family family;
     const char *name; /* as rlx_runner_family() reports it */
@@ -34,7 +43,8 @@ typedef struct rlx_family_ops {
     rlx_status (*build_prefill_graph)(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
                                       rlx_graph **out);
     /* One new row attending over KV_CACHE views of capacity `past_bucket` (>= n_past + 1). */
-    rlx_status (*build_decode_graph)(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_graph **out);
+    rlx_status (*build_decode_graph)(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
+                                     rlx_graph **out);
 } rlx_family_ops;
 
 extern const rlx_family_ops rlx_family_qwen3_ops;

@@ -20,7 +20,7 @@ struct rlx_generator {
     rlx_session *session;         /* owned */
     rlx_generator_opts opts;
     int32_t n_vocab;
-    rlx_program *decode[DECODE_SLOTS]; /* owned; NULL until first used */
+    rlx_program *decode[RLX_DECODE_HEAD_COUNT][DECODE_SLOTS]; /* owned; NULL until first used */
     prefill_entry prefill[RLX_PREFILL_CACHE_SIZE];
     uint64_t tick;
     int32_t *history; /* owned: n_ctx tokens; the first n_past are the state */
@@ -63,9 +63,9 @@ static rlx_status compile_prefill(rlx_generator *g, rlx_prefill_kind kind, int32
     return compile_graph(g, graph, out);
 }
 
-static rlx_status compile_decode(rlx_generator *g, int32_t past_bucket, rlx_program **out) {
+static rlx_status compile_decode(rlx_generator *g, int32_t past_bucket, rlx_decode_head head, rlx_program **out) {
     rlx_graph *graph;
-    RLX_TRY(g->family->build_decode_graph(g->model, 1, past_bucket, &graph));
+    RLX_TRY(g->family->build_decode_graph(g->model, 1, past_bucket, head, &graph));
     return compile_graph(g, graph, out);
 }
 
@@ -94,7 +94,7 @@ static rlx_status prefill_program(rlx_generator *g, rlx_prefill_kind kind, int32
 }
 
 static rlx_status run_program(rlx_generator *g, rlx_program *p, int32_t n_past, int32_t n_tokens, const int32_t *ids,
-                              float *out) {
+                              void *out) {
     const void *inputs[1] = {ids};
     void *outputs[1] = {out};
     rlx_run_args args = {.n_past = n_past, .n_tokens = n_tokens, .inputs = inputs, .outputs = outputs};
@@ -155,31 +155,59 @@ rlx_status rlx_generator_prefill(rlx_generator *g, const int32_t *ids, int32_t n
 
 /* One cached step: the token's K/V lands at row n_past. Rows past n_past are never read, so a
  * failure leaves the state as it was. */
-static rlx_status decode_cached(rlx_generator *g, int32_t token, float *logits) {
+static rlx_status decode_cached(rlx_generator *g, int32_t token, rlx_decode_head head, void *out) {
     int32_t need = g->n_past + 1;
     int32_t bucket = g->opts.no_buckets ? need : pow2_bucket(need, g->opts.n_ctx);
     rlx_program *p;
     if (g->opts.no_buckets) {
-        RLX_TRY(compile_decode(g, bucket, &p));
-        rlx_status st = run_program(g, p, g->n_past, 1, &token, logits);
+        RLX_TRY(compile_decode(g, bucket, head, &p));
+        rlx_status st = run_program(g, p, g->n_past, 1, &token, out);
         g->backend->ops->program_destroy(p);
         return st;
     }
-    rlx_program **slot = &g->decode[ceil_log2(bucket)];
-    if (!*slot) RLX_TRY(compile_decode(g, bucket, slot));
-    return run_program(g, *slot, g->n_past, 1, &token, logits);
+    rlx_program **slot = &g->decode[head][ceil_log2(bucket)];
+    if (!*slot) RLX_TRY(compile_decode(g, bucket, head, slot));
+    return run_program(g, *slot, g->n_past, 1, &token, out);
 }
 
-rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits) {
+static rlx_status check_decode(const rlx_generator *g) {
     if (g->n_past < 1)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode: the generation state is empty (prefill a prompt first)");
     if (g->n_past >= g->opts.n_ctx)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode: the context is full (%d of %d tokens)", (int)g->n_past,
                           (int)g->opts.n_ctx);
+    return NULL;
+}
+
+rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits) {
+    RLX_TRY(check_decode(g));
     /* the naive path recomputes the whole history, the new token included */
     g->history[g->n_past] = token;
     rlx_status st = g->opts.no_kv_cache ? run_prefill(g, RLX_PREFILL_NAIVE_LAST, g->history, g->n_past + 1, logits)
-                                        : decode_cached(g, token, logits);
+                                        : decode_cached(g, token, RLX_DECODE_LOGITS, logits);
+    if (!st) g->n_past++;
+    return st;
+}
+
+/* The naive path has no decode graph: it takes the argmax of its logits on the host, as the
+ * sampler would. */
+static rlx_status decode_naive_argmax(rlx_generator *g, int32_t *next) {
+    RLX_TRY(ensure_rows_out(g, 1));
+    RLX_TRY(run_prefill(g, RLX_PREFILL_NAIVE_LAST, g->history, g->n_past + 1, g->rows_out));
+    int32_t best = 0;
+    for (int32_t i = 1; i < g->n_vocab; i++)
+        if (g->rows_out[i] > g->rows_out[best]) best = i;
+    *next = best;
+    return NULL;
+}
+
+rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t *next) {
+    RLX_TRY(check_decode(g));
+    g->history[g->n_past] = token;
+    rlx_status st = g->opts.no_kv_cache ? decode_naive_argmax(g, next) : decode_cached(g, token, RLX_DECODE_ARGMAX, next);
+    if (!st && (*next < 0 || *next >= g->n_vocab))
+        st = rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d is outside the vocabulary [0, %d)", (int)*next,
+                        (int)g->n_vocab);
     if (!st) g->n_past++;
     return st;
 }
@@ -207,7 +235,8 @@ const int32_t *rlx_generator_history(const rlx_generator *g) {
 
 rlx_generator_stats rlx_generator_get_stats(const rlx_generator *g) {
     rlx_generator_stats s = {.n_compiles = g->n_compiles};
-    for (int i = 0; i < DECODE_SLOTS; i++) s.n_decode_programs += g->decode[i] != NULL;
+    for (int h = 0; h < RLX_DECODE_HEAD_COUNT; h++)
+        for (int i = 0; i < DECODE_SLOTS; i++) s.n_decode_programs += g->decode[h][i] != NULL;
     for (int i = 0; i < RLX_PREFILL_CACHE_SIZE; i++) s.n_prefill_programs += g->prefill[i].prog != NULL;
     return s;
 }
@@ -251,8 +280,9 @@ rlx_status rlx_generator_create(const rlx_model *model, const rlx_family_ops *fa
 void rlx_generator_destroy(rlx_generator *g) {
     if (!g) return;
     const rlx_backend_ops *ops = g->backend->ops;
-    for (int i = 0; i < DECODE_SLOTS; i++)
-        if (g->decode[i]) ops->program_destroy(g->decode[i]);
+    for (int h = 0; h < RLX_DECODE_HEAD_COUNT; h++)
+        for (int i = 0; i < DECODE_SLOTS; i++)
+            if (g->decode[h][i]) ops->program_destroy(g->decode[h][i]);
     for (int i = 0; i < RLX_PREFILL_CACHE_SIZE; i++)
         if (g->prefill[i].prog) ops->program_destroy(g->prefill[i].prog);
     if (g->session) ops->session_destroy(g->session);

@@ -48,6 +48,9 @@ rlx_status rlx_generator_prefill(rlx_generator *g, const int32_t *ids, int32_t n
 /* Appends one token (n_past < n_ctx, after a prefill) and writes its logits. On error the state is
  * unchanged (a K/V row written past n_past is never read). */
 rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits);
+/* As rlx_generator_decode, but writes only the argmax of the logits (the first index of the
+ * largest): greedy decoding without reading the logits back. */
+rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t *next);
 
 /* Stateless: logits of ids[0..n) from a no-cache prefill graph, which touches neither the KV cache
  * nor the generation state. all_rows: n * n_vocab floats, row-major; else the last row's n_vocab. */

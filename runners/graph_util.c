@@ -113,7 +113,7 @@ rlx_node rlx_fwd_gated_ffn(rlx_fwd *f, int32_t il, rlx_node h, rlx_node (*act)(r
 }
 
 /* embedding -> layers -> [LAST_ROW] -> final norm -> LM head, as every family here does it */
-static void build_body(rlx_fwd *f, bool last_row, rlx_layer_fn layer) {
+static void build_body(rlx_fwd *f, bool last_row, rlx_decode_head head, rlx_layer_fn layer) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
     int64_t rows = f->rows;
@@ -128,12 +128,16 @@ static void build_body(rlx_fwd *f, bool last_row, rlx_layer_fn layer) {
     if (last_row) x = rlx_last_row(g, x);
     x = rlx_rms_norm(g, x, rlx_fwd_weight(f, "output_norm.weight"), c->rms_eps);
     /* tied embeddings: the converter writes no output.weight and the head reuses the table */
-    rlx_node head = rlx_model_weight(f->m, "output.weight") ? rlx_fwd_weight(f, "output.weight") : table;
-    rlx_graph_mark_output(g, rlx_matmul(g, x, head), "logits");
+    rlx_node w_out = rlx_model_weight(f->m, "output.weight") ? rlx_fwd_weight(f, "output.weight") : table;
+    rlx_node logits = rlx_matmul(g, x, w_out);
+    if (head == RLX_DECODE_ARGMAX)
+        rlx_graph_mark_output(g, rlx_argmax(g, logits), "argmax");
+    else
+        rlx_graph_mark_output(g, logits, "logits");
 }
 
 static rlx_status build(const rlx_model *m, int32_t batch, int32_t rows, int32_t kv_cap, bool last_row,
-                        rlx_layer_fn layer, const char *what, rlx_graph **out) {
+                        rlx_decode_head head, rlx_layer_fn layer, const char *what, rlx_graph **out) {
     const char *fam = rlx_family_name(m->config.family);
     if (batch != 1)
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s %s graph: batch %d is not supported (only batch 1)", fam, what,
@@ -145,7 +149,7 @@ static rlx_status build(const rlx_model *m, int32_t batch, int32_t rows, int32_t
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s model: %u layers (at most %d)", fam, m->config.n_layer, RLX_MAX_LAYERS);
     rlx_fwd f = {.m = m, .c = &m->config, .rows = rows, .kv_cap = kv_cap, .rope_freqs = RLX_NO_NODE};
     RLX_TRY(rlx_graph_create(&f.g));
-    build_body(&f, last_row, layer);
+    build_body(&f, last_row, head, layer);
     rlx_status st = f.err ? f.err : rlx_graph_verify(f.g);
     if (st) {
         rlx_graph_destroy(f.g);
@@ -164,12 +168,15 @@ rlx_status rlx_fwd_build_prefill(const rlx_model *m, int32_t batch, int32_t seq_
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "prefill graph kind %d does not exist", (int)kind);
     char what[32];
     snprintf(what, sizeof what, "prefill-%s", rlx_prefill_kind_name(kind));
-    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, layer, what, out);
+    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, RLX_DECODE_LOGITS, layer, what, out);
 }
 
-rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_layer_fn layer,
-                                rlx_graph **out) {
+rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
+                                rlx_layer_fn layer, rlx_graph **out) {
     if (past_bucket < 1)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: past bucket %d (need >= 1)", (int)past_bucket);
-    return build(m, batch, 1, past_bucket, false, layer, "decode", out);
+    if (head != RLX_DECODE_LOGITS && head != RLX_DECODE_ARGMAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: head %d does not exist", (int)head);
+    return build(m, batch, 1, past_bucket, false, head, layer, head == RLX_DECODE_ARGMAX ? "decode-argmax" : "decode",
+                 out);
 }

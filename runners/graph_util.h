@@ -57,7 +57,7 @@ rlx_node rlx_fwd_gated_ffn(rlx_fwd *f, int32_t il, rlx_node h, rlx_node (*act)(r
 /* Shared implementations of rlx_family_ops' two builders, given the family's layer. */
 rlx_status rlx_fwd_build_prefill(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
                                  rlx_layer_fn layer, rlx_graph **out);
-rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_layer_fn layer,
-                                rlx_graph **out);
+rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
+                                rlx_layer_fn layer, rlx_graph **out);
 
 #endif

@@ -140,22 +140,34 @@ typedef struct gen_call {
     void *user;
     int32_t *out_ids; /* may be NULL */
     int32_t *n_out;   /* may be NULL */
+    bool device_argmax; /* plain greedy: decode steps return the argmax, not the logits */
 } gen_call;
+
+/* Greedy with no penalty is a bare argmax, which the decode graph can take on the device. */
+static bool plain_greedy(const rlx_sample_opts *so) {
+    return so->temperature <= 0.0f && (so->repeat_penalty == 0.0f || so->repeat_penalty == 1.0f);
+}
 
 /* sample -> report -> stop? -> decode, until n_new tokens, EOS or the callback says stop. The last
  * token is never decoded: nothing would read its logits. */
 static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c) {
-    int32_t eos = rlx_runner_eos_id(r);
+    int32_t eos = rlx_runner_eos_id(r), next = -1;
     for (int32_t i = 0;;) {
-        /* the sampler sees prompt + generated: exactly the tokens the state holds */
-        int32_t tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
+        /* the sampler sees prompt + generated: exactly the tokens the state holds; the first token
+         * comes from the prompt's logits, later ones from the device when it takes the argmax */
+        int32_t tok = next >= 0 ? next
+                                : rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen),
+                                                     rlx_generator_n_past(r->gen));
         RLX_TRY(check_token(r, tok, "sampler result", i));
         if (c->out_ids) c->out_ids[i] = tok;
         i++;
         if (c->n_out) *c->n_out = i;
         bool go_on = c->on_token ? c->on_token(tok, c->user) : true;
         if (!go_on || i == c->n_new || (c->stop_at_eos && tok == eos)) return NULL;
-        RLX_TRY(rlx_generator_decode(r->gen, tok, r->logits));
+        if (c->device_argmax)
+            RLX_TRY(rlx_generator_decode_argmax(r->gen, tok, &next));
+        else
+            RLX_TRY(rlx_generator_decode(r->gen, tok, r->logits));
     }
 }
 
@@ -197,7 +209,7 @@ static rlx_status generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t
     rlx_sampler *s;
     RLX_TRY(rlx_sampler_create(&so, n_vocab(r), &s));
     gen_call c = {.n_new = n_new, .stop_at_eos = !so.ignore_eos && rlx_runner_eos_id(r) >= 0, .on_token = on_token,
-                  .user = user, .out_ids = out_ids, .n_out = n_out};
+                  .user = user, .out_ids = out_ids, .n_out = n_out, .device_argmax = plain_greedy(&so)};
     rlx_status st = seed_state(r, ids, n, reuse);
     if (!st) st = generate_loop(r, s, &c);
     rlx_sampler_destroy(s);

@@ -18,3 +18,7 @@ foreach(model stories qwen3 llama32 gemma3 qwen3moe)
   set_tests_properties(test_runner_smoke_${model} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77
     ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
 endforeach()
+
+# Greedy generation with the argmax taken on the device == the host-argmax loop (stories260K, in
+# the repo): on the CPU backend here, and on Vulkan in tests/vulkan.cmake.
+rlx_add_test(NAME test_runner_argmax SOURCES test_runner_argmax.c LABELS e2e)

@@ -61,17 +61,20 @@ static char *rotating_buffer(void) {
     return bufs[next++ % 8];
 }
 
-const char *t_fixture(const char *rel) {
+/* dir/rel in a rotating buffer; a path that does not fit ends the test rather than open a wrong file */
+static const char *join_path(const char *dir, const char *rel) {
     char *b = rotating_buffer();
-    snprintf(b, 4096, "%s/%s", t_fixtures_dir(), rel);
+    int n = snprintf(b, 4096, "%s/%s", dir, rel);
+    if (n < 0 || n >= 4096) {
+        fprintf(stderr, "FAIL: path %s/%s is longer than the test's 4096-byte buffer\n", dir, rel);
+        exit(1);
+    }
     return b;
 }
 
-const char *t_source_path(const char *rel) {
-    char *b = rotating_buffer();
-    snprintf(b, 4096, "%s/%s", source_dir(), rel);
-    return b;
-}
+const char *t_fixture(const char *rel) { return join_path(t_fixtures_dir(), rel); }
+
+const char *t_source_path(const char *rel) { return join_path(source_dir(), rel); }
 
 void t_require_fixture(const char *rel) {
     struct stat st;
