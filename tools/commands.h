@@ -12,5 +12,6 @@ int rlx_cmd_detokenize(int argc, char **argv);
 int rlx_cmd_devices(int argc, char **argv);
 int rlx_cmd_quantize(int argc, char **argv);
 int rlx_cmd_synth(int argc, char **argv);
+int rlx_cmd_bench(int argc, char **argv);
 
 #endif

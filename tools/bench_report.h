@@ -1,0 +1,57 @@
+/* The results of `rlx bench` and their two forms: a llama-bench-like markdown table with the
+ * bandwidth-floor lines, or one JSON object with every number (samples included). */
+#ifndef RLX_TOOLS_BENCH_REPORT_H
+#define RLX_TOOLS_BENCH_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench_device.h"
+#include "bench_model.h"
+
+/* The tg floor: what one decode step moves and how fast it could go (DESIGN.md, "Performance
+ * model"); set when a bandwidth figure exists. */
+typedef struct rlx_bench_floor {
+    double mean_context;     /* mean number of positions a timed step attends over */
+    double weight_bytes;     /* per step */
+    double kv_bytes;         /* per step, at the run's contexts */
+    double bytes_per_token;  /* weight_bytes + kv_bytes */
+    double floor_tps;        /* bandwidth / bytes_per_token */
+    double ratio;            /* measured mean t/s / floor_tps */
+} rlx_bench_floor;
+
+typedef struct rlx_bench_test {
+    char name[24];           /* "pp512", "tg128" */
+    bool is_tg;
+    int32_t n_prompt;        /* pp: the batch; tg: the untimed prompt before the timed steps */
+    int32_t n_gen;           /* tg: timed decode steps; pp: 0 */
+    int32_t reps;
+    double *seconds;         /* owned, reps: each repetition's timed span */
+    double *tps;             /* owned, reps: tokens / seconds */
+    double mean, sd, min, max; /* over tps; sd is the sample standard deviation (0 for one) */
+    bool has_floor;
+    rlx_bench_floor floor;
+} rlx_bench_test;
+
+typedef struct rlx_bench_result {
+    const char *model_path;  /* borrowed */
+    rlx_bench_model model;
+    const char *backend;     /* borrowed: the runner's backend name (static) */
+    rlx_bench_device device;
+    int32_t n_ctx;
+    bool has_bandwidth;
+    rlx_bench_bandwidth bandwidth;
+    char bandwidth_error[512]; /* why there is no figure, "" otherwise */
+    rlx_bench_test *tests;   /* owned, n_tests */
+    int n_tests;
+} rlx_bench_result;
+
+/* mean / sd / min / max of t->tps */
+void rlx_bench_test_stats(rlx_bench_test *t);
+
+void rlx_bench_print_md(const rlx_bench_result *r, FILE *f);
+/* Errors only when out of memory. */
+rlx_status rlx_bench_print_json(const rlx_bench_result *r, FILE *f);
+
+#endif
