@@ -4,9 +4,11 @@
 #include "runtime/vk_backend.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/vk_fault.h"
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
 
@@ -109,6 +111,32 @@ static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_kv_spec
     return NULL;
 }
 
+/* Refuses, before anything is uploaded, weights + KV cache larger than the device memory available
+ * (vk_memory.h), so that a context or model too large fails at once with needed vs available bytes
+ * instead of part-way through the uploads. */
+static rlx_status check_session_room(const rlx_session *s, const rlx_kv_spec *kv) {
+    uint64_t weights = 0, cache = 0, need;
+    for (size_t i = 0; i < s->n_weights; i++) weights += s->weights[i].rows * s->weights[i].row_bytes + 16;
+    int32_t dv = kv->head_dim_v ? kv->head_dim_v : kv->head_dim;
+    bool sane = kv->n_layer > 0 && kv->n_ctx > 0 && kv->n_head_kv > 0 && kv->head_dim > 0 && dv > 0;
+    bool overflow = sane && (__builtin_mul_overflow((uint64_t)kv->n_ctx * (uint64_t)kv->n_head_kv,
+                                                    ((uint64_t)kv->head_dim + (uint64_t)dv) * 4, &cache) ||
+                             __builtin_mul_overflow(cache, (uint64_t)kv->n_layer, &cache));
+    overflow = overflow || __builtin_add_overflow(weights, cache, &need);
+    char what[256];
+    if (sane)
+        snprintf(what, sizeof what,
+                 "session: weights (%" PRIu64 " bytes) and a KV cache of %d tokens (%d layers x %d tokens x %d KV "
+                 "heads x (%d + %d) dims x 4 bytes)",
+                 weights, kv->n_ctx, kv->n_layer, kv->n_ctx, kv->n_head_kv, kv->head_dim, dv);
+    else
+        snprintf(what, sizeof what, "session: weights (%" PRIu64 " bytes)", weights);
+    if (overflow)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: needs more than 2^64 bytes of device memory, available: none "
+                          "that large", what);
+    return rlx_vk_heap_check_room(s->b->dev_heap, need, what);
+}
+
 static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t n_weights, const rlx_kv_spec *kv) {
     s->weights = calloc(n_weights ? n_weights : 1, sizeof *s->weights);
     if (!s->weights) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: %zu weights", n_weights);
@@ -116,6 +144,7 @@ static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t
         RLX_TRY(describe_weight(&weights[i], i, &s->weights[i]));
         s->n_weights = i + 1;
     }
+    RLX_TRY(check_session_room(s, kv));
     rlx_vk_uploader *u = NULL;
     rlx_status st = rlx_vk_uploader_create(s->b->dev, s->b->up_heap, &u);
     for (size_t i = 0; !st && i < n_weights; i++) st = upload_weight(s->b, u, &weights[i], &s->weights[i]);
@@ -195,7 +224,8 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     b->profile = prof && *prof && strcmp(prof, "0") != 0;
     const char *fusion = getenv("RLX_VK_FUSION");
     b->fusion = !(fusion && strcmp(fusion, "0") == 0);
-    rlx_status s = rlx_vk_device_open(device, &b->dev);
+    rlx_status s = rlx_vk_fault_arm_from_env();
+    if (!s) s = rlx_vk_device_open(device, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");
     /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size) */
     if (!s && !b->dev->caps->subgroup_arithmetic)

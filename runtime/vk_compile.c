@@ -406,6 +406,10 @@ static void plan_io(rlx_program *p) {
 
 static rlx_status allocate(rlx_program *p) {
     rlx_vk_backend *b = p->b;
+    /* a batch too large for the device is refused before its first allocation (vk_memory.h) */
+    uint64_t need = p->in_size + p->consts_size;
+    for (uint32_t i = 0; i < p->n_bins; i++) need += p->bin_peak[i];
+    RLX_TRY(rlx_vk_heap_check_room(b->dev_heap, need, "compile: the program's inputs, constants and intermediates"));
     RLX_TRY(rlx_vk_heap_alloc(b->up_heap, p->in_size, "program inputs (host)", &p->in_host));
     RLX_TRY(rlx_vk_heap_alloc(b->dev_heap, p->in_size, "program inputs", &p->in_dev));
     RLX_TRY(rlx_vk_heap_alloc(b->rb_heap, p->rb_size, "program outputs", &p->rb));

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "runtime/vk_fault.h"
 #include "runtime/vk_status.h"
 
 /* A hung or lost GPU must come back as an error, not block forever. */
@@ -279,6 +280,7 @@ static void snapshot(VkPhysicalDevice phys, uint32_t index, rlx_vk_caps *c) {
     c->bf16 = has_device_extension(ext, n_ext, "VK_KHR_shader_bfloat16");
     c->coopmat_khr = has_device_extension(ext, n_ext, "VK_KHR_cooperative_matrix");
     c->coopmat_nv = has_device_extension(ext, n_ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    c->memory_budget = has_device_extension(ext, n_ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     free(ext);
     if (c->api_version >= VK_API_VERSION_1_2) {
         snapshot_properties(phys, c, size_control_ext);
@@ -578,12 +580,13 @@ void rlx_vk_device_close(rlx_vk_device *d) {
     rlx_vk_registry_release();
 }
 
-rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what) {
+/* The submit and the wait; VK_TIMEOUT when the device did not finish in time. */
+static VkResult submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence) {
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
     pthread_mutex_lock(&d->queue_lock);
     VkResult r = d->vk.vkQueueSubmit(d->queue, 1, &si, fence);
     pthread_mutex_unlock(&d->queue_lock);
-    RLX_VK_TRY(r, what);
+    if (r < 0) return r;
     /* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
      * wake-up latency of that order (more in virtual machines), so a GPU is polled for a while
      * first. Not a CPU device: there the polling thread would take a core from the device. */
@@ -591,13 +594,23 @@ rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fenc
         double start = now_ms();
         while ((r = d->vk.vkGetFenceStatus(d->dev, fence)) == VK_NOT_READY && now_ms() - start < RLX_VK_SPIN_MS) {
         }
-        if (r != VK_NOT_READY && r != VK_SUCCESS) RLX_VK_TRY(r, what);
+        if (r < 0) return r;
     }
     r = d->vk.vkWaitForFences(d->dev, 1, &fence, VK_TRUE, RLX_VK_FENCE_TIMEOUT_NS);
+    if (r != VK_SUCCESS) return r;
+    return d->vk.vkResetFences(d->dev, 1, &fence);
+}
+
+rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what) {
+    VkResult r = VK_ERROR_DEVICE_LOST;
+    if (!atomic_load(&d->lost)) {
+        rlx_vk_fault_kind fault = rlx_vk_fault_submit();
+        if (fault != RLX_VK_FAULT_LOST) r = submit_wait(d, cb, fence);
+        if (fault == RLX_VK_FAULT_LOST_WAIT && r == VK_SUCCESS) r = VK_ERROR_DEVICE_LOST;
+    }
+    if (r == VK_ERROR_DEVICE_LOST) atomic_store(&d->lost, true);
     if (r == VK_TIMEOUT)
         return rlx_errorf(RLX_ERR_DEVICE, "%s: the device did not finish within %llu s (hang?)", what,
                           RLX_VK_FENCE_TIMEOUT_NS / 1000000000ull);
-    RLX_VK_TRY(r, what);
-    RLX_VK_TRY(d->vk.vkResetFences(d->dev, 1, &fence), what);
-    return NULL;
+    return rlx_vk_check(r, what);
 }

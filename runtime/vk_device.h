@@ -9,6 +9,7 @@
 #define RLX_RUNTIME_VK_DEVICE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,7 @@ typedef struct rlx_vk_caps {
     float timestamp_period;       /* ns per timestamp tick; 0 when compute queues cannot time */
     uint32_t queue_family;        /* the compute queue family used */
 
+    bool memory_budget;           /* VK_EXT_memory_budget present: heap budgets and usage can be read */
     uint32_t n_heaps;
     uint64_t heap_size[RLX_VK_MAX_HEAPS];
     bool heap_device_local[RLX_VK_MAX_HEAPS];
@@ -107,13 +109,15 @@ typedef struct rlx_vk_device {
     VkCommandPool pool;             /* owned: one-shot command buffers (uploads) */
     VkPhysicalDeviceMemoryProperties mem;
     uint64_t max_binding;           /* the largest range one descriptor may bind (see vk_device.c) */
+    atomic_bool lost;               /* a submit reported VK_ERROR_DEVICE_LOST: every later one fails at once */
 } rlx_vk_device;
 
 /* Acquires the registry, chooses a device (see rlx_vk_device_choose) and creates it. */
 rlx_status rlx_vk_device_open(const char *want, rlx_vk_device **out);
 void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the registry */
 
-/* Submits one command buffer and waits for it (with the queue lock held only for the submit). */
+/* Submits one command buffer and waits for it (with the queue lock held only for the submit).
+ * Device loss (real, or injected by vk_fault.h) marks d lost; on a lost device it fails at once. */
 rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/vk_fault.h"
 #include "runtime/vk_status.h"
 
 /* Blocks of this size amortise vkAllocateMemory (drivers cap the number of allocations, often at
@@ -67,11 +68,22 @@ static VkBufferCreateInfo buffer_info(VkDeviceSize size) {
     };
 }
 
+/* vkCreateBuffer and vkAllocateMemory, each of which an armed fault can fail (vk_fault.h). */
+static VkResult create_buffer(rlx_vk_device *d, const VkBufferCreateInfo *bi, VkBuffer *out) {
+    VkResult r = rlx_vk_fault_memory();
+    return r != VK_SUCCESS ? r : d->vk.vkCreateBuffer(d->dev, bi, NULL, out);
+}
+
+static VkResult allocate_memory(rlx_vk_device *d, const VkMemoryAllocateInfo *ai, VkDeviceMemory *out) {
+    VkResult r = rlx_vk_fault_memory();
+    return r != VK_SUCCESS ? r : d->vk.vkAllocateMemory(d->dev, ai, NULL, out);
+}
+
 static rlx_status choose_memory_type(rlx_vk_heap *h) {
     rlx_vk_device *d = h->dev;
     VkBufferCreateInfo bi = buffer_info(4096);
     VkBuffer probe;
-    RLX_VK_TRY(d->vk.vkCreateBuffer(d->dev, &bi, NULL, &probe), "creating a probe buffer");
+    RLX_VK_TRY(create_buffer(d, &bi, &probe), "creating a probe buffer");
     VkMemoryRequirements req;
     d->vk.vkGetBufferMemoryRequirements(d->dev, probe, &req);
     d->vk.vkDestroyBuffer(d->dev, probe, NULL);
@@ -104,7 +116,7 @@ rlx_status rlx_vk_heap_create(rlx_vk_device *d, rlx_vk_mem_kind kind, rlx_vk_hea
     rlx_status s = choose_memory_type(h);
     if (s) {
         rlx_vk_heap_destroy(h);
-        return s;
+        return rlx_status_annotate(s, "creating the %s memory heap", kind_name(kind));
     }
     *out = h;
     return NULL;
@@ -145,7 +157,7 @@ static rlx_status block_create(rlx_vk_heap *h, VkDeviceSize size, const char *wh
     h->stats.blocks++;
     h->stats.block_bytes += size;
     VkBufferCreateInfo bi = buffer_info(size);
-    rlx_status s = rlx_vk_check(d->vk.vkCreateBuffer(d->dev, &bi, NULL, &b->buffer), "creating a memory block");
+    rlx_status s = rlx_vk_check(create_buffer(d, &bi, &b->buffer), "creating a memory block");
     VkMemoryRequirements req = {0};
     if (!s) d->vk.vkGetBufferMemoryRequirements(d->dev, b->buffer, &req);
     VkMemoryAllocateInfo ai = {
@@ -153,7 +165,7 @@ static rlx_status block_create(rlx_vk_heap *h, VkDeviceSize size, const char *wh
         .allocationSize = req.size,
         .memoryTypeIndex = h->memory_type,
     };
-    if (!s) s = rlx_vk_check(d->vk.vkAllocateMemory(d->dev, &ai, NULL, &b->memory), "allocating a memory block");
+    if (!s) s = rlx_vk_check(allocate_memory(d, &ai, &b->memory), "allocating a memory block");
     if (!s) s = rlx_vk_check(d->vk.vkBindBufferMemory(d->dev, b->buffer, b->memory, 0), "binding a memory block");
     if (!s && h->kind != RLX_VK_MEM_DEVICE)
         s = rlx_vk_check(d->vk.vkMapMemory(d->dev, b->memory, 0, VK_WHOLE_SIZE, 0, (void **)&b->mapped),
@@ -298,6 +310,33 @@ rlx_vk_heap_stats rlx_vk_heap_get_stats(rlx_vk_heap *h) {
     rlx_vk_heap_stats s = h->stats;
     pthread_mutex_unlock(&h->lock);
     return s;
+}
+
+rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *what) {
+    rlx_vk_device *d = h->dev;
+    uint32_t heap = d->mem.memoryTypes[h->memory_type].heapIndex;
+    rlx_vk_heap_stats st = rlx_vk_heap_get_stats(h);
+    uint64_t limit = d->mem.memoryHeaps[heap].size, in_use = st.block_bytes;
+    bool budget = false;
+    if (d->caps->memory_budget) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+        VkPhysicalDeviceMemoryProperties2 m = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                               .pNext = &b};
+        vkGetPhysicalDeviceMemoryProperties2(d->phys, &m);
+        /* a driver that leaves the budget at 0 has none to give: keep the heap size */
+        if (b.heapBudget[heap] > 0) {
+            budget = true;
+            limit = b.heapBudget[heap];
+            in_use = b.heapUsage[heap];
+        }
+    }
+    uint64_t avail = (limit > in_use ? limit - in_use : 0) + (st.block_bytes - st.used_bytes);
+    if (bytes <= avail) return NULL;
+    return rlx_errorf(RLX_ERR_OUT_OF_MEMORY,
+                      "%s needs %" PRIu64 " bytes of device memory, but %s has %" PRIu64 " bytes available "
+                      "(memory heap %u: %s %" PRIu64 " bytes, %" PRIu64 " in use)",
+                      what, bytes, d->caps->name, avail, heap, budget ? "budget" : "size", limit, in_use);
 }
 
 /* ---- uploader ---- */

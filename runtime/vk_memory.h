@@ -44,6 +44,14 @@ typedef struct rlx_vk_heap_stats {
 } rlx_vk_heap_stats;
 rlx_vk_heap_stats rlx_vk_heap_get_stats(rlx_vk_heap *h);
 
+/* Refuses up front, before anything is allocated, `bytes` more than the Vulkan memory heap behind
+ * h can take now: RLX_ERR_OUT_OF_MEMORY whose message says what (`what`) needs how many bytes and
+ * how many are available. Available: with VK_EXT_memory_budget, the heap's budget less the
+ * process's usage of it; without, the heap's size less the blocks h holds; plus, either way, the
+ * free room inside h's blocks. An estimate (other heaps of the process may share the memory heap,
+ * blocks fragment): allocation can still fail, and then fails cleanly. */
+rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *what);
+
 /* Batches copies (and fills) into device allocations; staging memory is reused, so any amount
  * of data passes through a bounded staging range. Each flush is one submit + wait. */
 typedef struct rlx_vk_uploader rlx_vk_uploader;
