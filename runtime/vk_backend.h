@@ -11,6 +11,8 @@
  *                                         intermediate memory, compile time) and each run's time
  *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel
  *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit, to exercise weight splitting
+ *   RLX_VK_COOPMAT=0|fast                 (read at each compile) 0: no cooperative-matrix matmul;
+ *                                         fast: its operands as plain f16 (inexact; vk_lower.c)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks) */
 #ifndef RLX_RUNTIME_VK_BACKEND_H

@@ -173,6 +173,18 @@ static void snapshot_coopmat(VkPhysicalDevice phys, rlx_vk_caps *c) {
     free(p);
 }
 
+/* shaders/matmul_coop.comp: a 16x16x16 f16 x f16 -> f32 subgroup shape on subgroups of 32. */
+static bool coopmat_kernel_fits(const rlx_vk_caps *c) {
+    if (c->subgroup_size != 32) return false;
+    for (uint32_t i = 0; i < c->n_coopmat; i++) {
+        const rlx_vk_coopmat_shape *m = &c->coopmat[i];
+        if (m->m == 16 && m->n == 16 && m->k == 16 && m->a_type == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            m->c_type == VK_COMPONENT_TYPE_FLOAT32_NV)
+            return true;
+    }
+    return false;
+}
+
 static void snapshot_queue(VkPhysicalDevice phys, rlx_vk_caps *c) {
     uint32_t n = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, NULL);
@@ -196,8 +208,16 @@ static void snapshot_features(VkPhysicalDevice phys, rlx_vk_caps *c, bool size_c
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .pNext = &f12};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     if (c->api_version >= VK_API_VERSION_1_3 || size_control_ext) f12.pNext = &sc;
+    if (c->coopmat_nv) {
+        coop.pNext = f.pNext;
+        f.pNext = &coop;
+    }
     vkGetPhysicalDeviceFeatures2(phys, &f);
+    /* the rest of shaders/matmul_coop.comp's needs is checked once the shapes are known */
+    c->coopmat_f16 = coop.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16;
     c->fp64 = f.features.shaderFloat64;
     c->int64 = f.features.shaderInt64;
     c->int16 = f.features.shaderInt16;
@@ -287,6 +307,7 @@ static void snapshot(VkPhysicalDevice phys, uint32_t index, rlx_vk_caps *c) {
         snapshot_features(phys, c, size_control_ext);
         snapshot_max_alloc(phys, c);
         snapshot_coopmat(phys, c);
+        c->coopmat_f16 = c->coopmat_f16 && coopmat_kernel_fits(c);
     } else {
         snprintf(c->name, sizeof c->name, "%s", base.deviceName);
         c->type = base.deviceType;
@@ -398,7 +419,8 @@ void rlx_vk_caps_format(const rlx_vk_caps *c, char *buf, size_t size) {
         c->storage8 ? "yes" : "no");
     put(buf, size, &u, " | subgroup %u (%u..%u, size control %s, arithmetic %s)", c->subgroup_size, c->subgroup_min,
         c->subgroup_max, c->subgroup_size_control ? "yes" : "no", c->subgroup_arithmetic ? "yes" : "no");
-    put(buf, size, &u, " | coopmat %s", c->coopmat_khr ? "KHR" : c->coopmat_nv ? "NV" : "none");
+    put(buf, size, &u, " | coopmat %s%s", c->coopmat_khr ? "KHR" : c->coopmat_nv ? "NV" : "none",
+        c->coopmat_f16 ? " (matmul_coop)" : "");
     for (uint32_t i = 0; i < c->n_coopmat; i++)
         put(buf, size, &u, "%s%ux%ux%u %s->%s", i ? ", " : " ", c->coopmat[i].m, c->coopmat[i].n, c->coopmat[i].k,
             component_name(c->coopmat[i].a_type), component_name(c->coopmat[i].c_type));
@@ -516,6 +538,31 @@ static uint64_t max_binding(const rlx_vk_caps *c) {
     return m & ~(uint64_t)255;
 }
 
+/* What the device is created with beyond Vulkan 1.2's core, where the snapshot found it: the
+ * cooperative-matrix kernel (shaders/matmul_coop.comp) needs VK_NV_cooperative_matrix and its
+ * feature, shaderFloat16 and the Vulkan memory model. */
+typedef struct device_extras {
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop;
+    VkPhysicalDeviceVulkan12Features f12;
+    const char *ext[1];
+    uint32_t n_ext;
+} device_extras;
+
+static void device_extras_chain(const rlx_vk_caps *c, device_extras *x, VkDeviceCreateInfo *info) {
+    memset(x, 0, sizeof *x);
+    if (!c->coopmat_f16) return;
+    x->coop = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
+    x->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                                .pNext = &x->coop,
+                                                .shaderFloat16 = VK_TRUE,
+                                                .vulkanMemoryModel = VK_TRUE};
+    x->ext[x->n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    info->pNext = &x->f12;
+    info->enabledExtensionCount = x->n_ext;
+    info->ppEnabledExtensionNames = x->ext;
+}
+
 static rlx_status create_device(rlx_vk_device *d) {
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {
@@ -529,6 +576,8 @@ static rlx_status create_device(rlx_vk_device *d) {
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &q,
     };
+    device_extras extras;
+    device_extras_chain(d->caps, &extras, &info);
     RLX_VK_TRY(vkCreateDevice(d->phys, &info, NULL, &d->dev), "creating the Vulkan device");
     volkLoadDeviceTable(&d->vk, d->dev);
     d->vk.vkGetDeviceQueue(d->dev, d->caps->queue_family, 0, &d->queue);

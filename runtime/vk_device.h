@@ -55,6 +55,9 @@ typedef struct rlx_vk_caps {
     bool coopmat_nv;       /* VK_NV_cooperative_matrix present */
     uint32_t n_coopmat;
     rlx_vk_coopmat_shape coopmat[RLX_VK_MAX_COOPMAT];
+    bool coopmat_f16;      /* shaders/matmul_coop.comp can run: the NV extension and feature, a 16x16x16
+                              f16 -> f32 subgroup shape, subgroups of 32, shaderFloat16 and the Vulkan
+                              memory model (all enabled when the device is created) */
 
     /* limits */
     uint64_t max_storage_range;   /* maxStorageBufferRange */

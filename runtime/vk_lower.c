@@ -352,20 +352,32 @@ static uint32_t rows_per_group(const rlx_program *p) {
     return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
 }
 
-/* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
- * EPI_*_MUL (shaders/matmul.comp). */
-static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
+/* RLX_VK_COOPMAT (read when a program is compiled): unset or 1 = the cooperative-matrix kernel on
+ * devices that have it (operands split in f16 pairs: f32 accuracy), 0 = never, fast = plain f16
+ * operands (about 4e-4 relative error: an experiment, not for parity). */
+typedef enum { COOP_OFF, COOP_EXACT, COOP_FAST } coop_mode;
+
+static coop_mode coopmat_mode(const rlx_program *p) {
+    if (!p->b->dev->caps->coopmat_f16) return COOP_OFF;
+    const char *v = getenv("RLX_VK_COOPMAT");
+    if (v && strcmp(v, "0") == 0) return COOP_OFF;
+    return v && strcmp(v, "fast") == 0 ? COOP_FAST : COOP_EXACT;
+}
+
+/* shaders/matmul_coop.comp PREC: F16 weights are exact in f16, other types are split too. */
+static uint32_t coop_prec(coop_mode mode, uint32_t type) {
+    if (mode == COOP_FAST) return 0;
+    return type == RLX_DTYPE_F16 ? 1 : 2;
+}
+
+/* Many rows (prefill): 64 x 64 output tiles, on cooperative matrices where the device has them
+ * (shaders/matmul_coop.comp), else through shared memory in f32 (shaders/matmul_tiled.comp). */
+static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    /* many rows (prefill): 64 x 64 tiles through shared memory; else one weight row per workgroup */
-    bool tiled = rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256;
-    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
-    uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
-    if (tiled) {
-        spec[0] = 256;
-        spec[2] = epi;
-    }
+    coop_mode coop = coopmat_mode(p);
+    uint32_t spec[4] = {256, m.type, epi, coop_prec(coop, m.type)};
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
@@ -378,10 +390,39 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
-        uint64_t groups = tiled ? ceil_div(part_rows, 64) * ceil_div(rows, 64)
-                                : ceil_div(part_rows, per_group) * ceil_div(rows, nx);
-        RLX_TRY(vk_emit(p, &p->run, out_node, tiled ? RLX_VK_KERNEL_matmul_tiled : RLX_VK_KERNEL_matmul, spec, bind, 4,
-                        aux != RLX_NO_NODE ? 11u : 3u, 4u, push, sizeof push, groups));
+        RLX_TRY(vk_emit(p, &p->run, out_node, coop ? RLX_VK_KERNEL_matmul_coop : RLX_VK_KERNEL_matmul_tiled, spec,
+                        bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u, push, sizeof push,
+                        ceil_div(part_rows, 64) * ceil_div(rows, 64)));
+    }
+    return NULL;
+}
+
+/* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
+ * EPI_*_MUL (shaders/matmul.comp). */
+static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
+    const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
+    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
+    uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
+    /* many rows (prefill): tiles that reuse each weight tile for 16+ rows; else one weight row per subgroup */
+    if (rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256)
+        return emit_matmul_tiled(p, out_node, mm, aux, epi);
+    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
+    uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
+    vk_range xr, auxr = vk_node_range(p, out_node);
+    RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
+    if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
+    for (uint32_t part = 0; part < m.n_parts; part++) {
+        vk_range bind[4];
+        uint64_t row0, part_rows;
+        bind[0] = xr;
+        matrix_part(&m, part, &bind[1], &row0, &part_rows);
+        bind[2] = vk_node_range(p, out_node);
+        bind[3] = auxr;
+        uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                            (uint32_t)m.row_bytes, tok_rows(n)};
+        uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
+        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
+                        push, sizeof push, groups));
     }
     return NULL;
 }

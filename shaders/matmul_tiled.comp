@@ -2,9 +2,12 @@
 // MATMUL for many rows (prefill): out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]), computed in
 // 64 x 64 output tiles. Each step stages a 64 x 32 slice of x and of the weight rows in shared
 // memory, the weights decoded from their stored type on the way in (dequant.glsl, 8 elements per
-// thread), and every thread accumulates a 4 x 4 block of outputs. Bindings, push constants and
-// epilogues are matmul.comp's; the row length k must be a multiple of 32 (the compiler falls back
-// to matmul.comp otherwise).
+// thread), and every thread accumulates a 4 x 4 block of outputs. The slices are stored k-major,
+// so that each step of the inner loop reads its 4 x values and 4 weights as two vec4 (the 16
+// threads of a row of the block read 16 consecutive vec4: no bank conflicts). Bindings, push
+// constants and epilogues are matmul.comp's; the row length k must be a multiple of 32 (the
+// compiler falls back to matmul.comp otherwise). Devices with cooperative matrices run
+// matmul_coop.comp instead.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -31,8 +34,8 @@ layout(push_constant) uniform Push {
 
 #define TILE 64u
 #define TK 32u
-shared float xs[TILE][TK + 1u];
-shared float ws[TILE][TK + 1u];
+shared vec4 xs[TK][TILE / 4u]; // xs[k][r / 4][r % 4] = x[r0 + r, k0 + k]
+shared vec4 ws[TK][TILE / 4u];
 
 void main() {
     // WG is 256 here (the compiler asks for it): 16 x 16 threads, 4 x 4 outputs each
@@ -49,15 +52,17 @@ void main() {
     for (uint k0 = 0u; k0 < p.k; k0 += TK) {
         vec4 lo = vec4(0.0), hi = vec4(0.0);
         if (wr0 + lr < p.m_rows) dq8((wr0 + lr) * p.row_bytes, k0 + lk, lo, hi);
-        ws[lr][lk] = lo.x; ws[lr][lk + 1u] = lo.y; ws[lr][lk + 2u] = lo.z; ws[lr][lk + 3u] = lo.w;
-        ws[lr][lk + 4u] = hi.x; ws[lr][lk + 5u] = hi.y; ws[lr][lk + 6u] = hi.z; ws[lr][lk + 7u] = hi.w;
+        uint lq = lr / 4u, lc = lr % 4u;
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {
+            ws[lk + j][lq][lc] = lo[j];
+            ws[lk + 4u + j][lq][lc] = hi[j];
+        }
         uint xi = (xr0 + lr) * p.k + k0 + lk;
         bool xin = xr0 + lr < rows;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) xs[lr][lk + j] = xin ? x[xi + j] : 0.0;
+        [[unroll]] for (uint j = 0u; j < 8u; j++) xs[lk + j][lq][lc] = xin ? x[xi + j] : 0.0;
         barrier();
         for (uint kk = 0u; kk < TK; kk++) {
-            vec4 a = vec4(xs[ty * 4u][kk], xs[ty * 4u + 1u][kk], xs[ty * 4u + 2u][kk], xs[ty * 4u + 3u][kk]);
-            vec4 b = vec4(ws[tx * 4u][kk], ws[tx * 4u + 1u][kk], ws[tx * 4u + 2u][kk], ws[tx * 4u + 3u][kk]);
+            vec4 a = xs[kk][ty], b = ws[kk][tx];
             [[unroll]] for (uint i = 0u; i < 4u; i++) {
                 acc[i][0] += a[i] * b.x;
                 acc[i][1] += a[i] * b.y;
