@@ -14,6 +14,7 @@
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
 #define ATTN_SPLIT_KEYS 256     /* keys per attention split */
+#define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
 #define ATTN_SPLIT_MAX_ROWS 4   /* more query rows than this fill the device without splits */
 #define ATTN_MAX_SPLITS 64
 
@@ -491,7 +492,41 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
                    stride_groups(rows * row, p->b->wg));
 }
 
+/* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) when the head
+ * sizes fit its spec D (a multiple of 64, at most 256) and its shared memory fits the device;
+ * returns that D, else 0. */
+static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i) {
+    int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
+    int64_t dv = node(p, i)->info.shape.dim[2], d = ((dh > dv ? dh : dv) + 63) / 64 * 64;
+    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return 0;
+    uint64_t v_block = 32 * ((uint64_t)d + 8), qk_chunks = 32 * 64 + 32 * 32; /* floats, as in the shader */
+    uint64_t bytes = ((v_block > qk_chunks ? v_block : qk_chunks) + 32 * 64 + 64) * 4;
+    return bytes <= p->b->dev->caps->max_shared ? (uint32_t)d : 0;
+}
+
+static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d) {
+    const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
+    uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
+    vk_range bind[4];
+    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
+    bind[3] = vk_node_range(p, i);
+    uint32_t spec[3] = {256, d, !p->b->dev->caps->is_cpu}; /* PF: prefetch on GPUs */
+    uint32_t push[9] = {(uint32_t)rows,
+                        (uint32_t)heads,
+                        (uint32_t)k->info.shape.dim[1],
+                        (uint32_t)q->info.shape.dim[2],
+                        (uint32_t)n->info.shape.dim[2],
+                        (uint32_t)k->info.shape.dim[0],
+                        (uint32_t)n->info.attrs.window,
+                        f32_bits(n->info.attrs.scale),
+                        n->tok ? 1u : 0u};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, 7u, 8u, push, sizeof push,
+                   ceil_div(rows, 64) * heads);
+}
+
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
+    uint32_t prefill_d = attention_prefill_d(p, i);
+    if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];

@@ -1,0 +1,315 @@
+/* The prefill kernels (runtime/vk_lower.c's many-rows branches) against the CPU reference:
+ *  - MATMUL of 16+ rows: shaders/matmul_coop.comp on devices with VK_NV_cooperative_matrix (caps
+ *    coopmat_f16), else shaders/matmul_tiled.comp. Where the cooperative kernel exists, every case
+ *    also runs with RLX_VK_COOPMAT=0 (the tiled kernel) and RLX_VK_COOPMAT=fast (plain f16
+ *    operands). Without it (lavapipe) the cases run on the tiled kernel and the cooperative part
+ *    is reported as SKIPPED.
+ *  - ATTENTION of 16+ query rows: shaders/attention_prefill.comp (causal, windows, GQA, padding
+ *    rows, key blocks past a long cache, head sizes that are not multiples of its tiles).
+ * Each case names the kernel the compiled program dispatches (white box: runtime/vk_internal.h)
+ * and checks it is the one the selection rule promises.
+ *
+ * Check: NMSE against the CPU backend, as tests/test_vk_ops.c: 1e-7 (test-backend-ops' f32 bound)
+ * for every f32-accurate path, the cooperative one included (its operands are split in f16 pairs
+ * that keep about 22 significant bits, shaders/matmul_coop.comp). RLX_VK_COOPMAT=fast rounds x
+ * and w to f16 (relative error up to 2^-11 each, uniform: NMSE about 2 (2^-11)^2 / 3 = 1.6e-7),
+ * checked against 1e-6. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/backend.h"
+#include "loader/dtype.h"
+#include "runtime/vk_backend.h"
+#include "runtime/vk_internal.h"
+#include "test_util.h"
+#include "test_vk_util.h"
+
+#define TOL_F32 1e-7
+#define TOL_FAST 1e-6
+
+static rlx_backend *g_cpu, *g_vk;
+static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
+static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
+static int g_coop_cases;  /* cases the cooperative kernel ran */
+static double g_worst[2]; /* worst NMSE: f32-accurate paths, fast mode */
+
+/* ---- a graph with its weights and inputs (the harness of test_vk_ops.c, cut down) ---- */
+
+#define MAX_W 4
+#define MAX_IN 4
+
+typedef struct tgraph {
+    rlx_graph *g;
+    rlx_weight w[MAX_W];
+    char wname[MAX_W][16];
+    size_t nw;
+    float *in[MAX_IN];
+    int nin;
+    rlx_kv_spec kv;
+} tgraph;
+
+static void tg_init(tgraph *t) {
+    memset(t, 0, sizeof *t);
+    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
+}
+
+static void tg_free(tgraph *t) {
+    rlx_graph_destroy(t->g);
+    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
+    for (int i = 0; i < t->nin; i++) free(t->in[i]);
+}
+
+static rlx_shape shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t d[3] = {d0, d1, d2};
+    return rlx_shape_make(rank, d);
+}
+
+static rlx_node in_f32(tgraph *t, rlx_shape s, float a) {
+    char name[16];
+    snprintf(name, sizeof name, "in%d", t->nin);
+    int64_t n = rlx_shape_numel(&s);
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(&g_rng, -a, a);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
+}
+
+/* A weight [rows, cols] of `type` (stored ne = {cols, rows}). */
+static rlx_node weight(tgraph *t, uint32_t type, int64_t rows, int64_t cols) {
+    size_t k = t->nw++;
+    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
+    t->w[k] = vkt_weight(&g_rng, t->wname[k], type, 2, (uint64_t)cols, (uint64_t)rows, 1);
+    return rlx_weight_node(t->g, t->wname[k], type, shape(2, rows, cols, 0));
+}
+
+/* ---- running and comparing ---- */
+
+typedef struct step {
+    int32_t n_past, n_tokens;
+} step;
+
+/* Dispatches of kernel k in a compiled Vulkan program. */
+static int count_kernel(const rlx_program *p, rlx_vk_kernel k) {
+    int n = 0;
+    for (size_t i = 0; i < p->run.n; i++) n += p->run.items[i].pipe->kernel == k;
+    return n;
+}
+
+static double nmse_rows(const float *v, const float *c, const rlx_node_info *n, int32_t rows) {
+    return vkt_nmse(v, c, rlx_shape_numel(&n->shape) / n->shape.dim[0] * rows);
+}
+
+/* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
+ * `want` is the kernel the Vulkan program must dispatch. */
+static void compare(const char *label, tgraph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol) {
+    const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
+    size_t bytes = (size_t)rlx_shape_numel(&out->shape) * 4;
+    rlx_session *sv = NULL, *sc = NULL;
+    rlx_program *pv = NULL, *pc = NULL;
+    float *ov = calloc(1, bytes), *oc = calloc(1, bytes);
+    bool ok = T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &sv)) &&
+              T_OK(g_cpu->ops->session_create(g_cpu, t->w, t->nw, &t->kv, &sc)) &&
+              T_OK(g_vk->ops->compile(sv, t->g, &pv)) && T_OK(g_cpu->ops->compile(sc, t->g, &pc));
+    const char *kname = ok ? rlx_vk_kernel_get(want)->name : "?";
+    if (ok) T_CHECK(count_kernel(pv, want) > 0, "%s: the program does not dispatch %s", label, kname);
+    if (ok && want == RLX_VK_KERNEL_matmul_coop) g_coop_cases++;
+    double worst = 0.0;
+    for (int s = 0; ok && s < n_steps; s++) {
+        void *outs_v[1] = {ov}, *outs_c[1] = {oc};
+        rlx_run_args av = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_v};
+        rlx_run_args ac = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_c};
+        if (!T_OK(g_vk->ops->run(pv, &av)) || !T_OK(g_cpu->ops->run(pc, &ac))) break;
+        double e = nmse_rows(ov, oc, out, steps[s].n_tokens);
+        if (e > worst || isnan(e)) worst = e;
+    }
+    printf("  %-60s %-17s nmse %.2e (tol %.0e)\n", label, kname, worst, tol);
+    T_CHECK(worst <= tol, "%s on %s: nmse %.3e > %.0e", label, kname, worst, tol);
+    int slot = tol > TOL_F32;
+    if (worst > g_worst[slot]) g_worst[slot] = worst;
+    if (pv) g_vk->ops->program_destroy(pv);
+    if (pc) g_cpu->ops->program_destroy(pc);
+    if (sv) g_vk->ops->session_destroy(sv);
+    if (sc) g_cpu->ops->session_destroy(sc);
+    free(ov);
+    free(oc);
+}
+
+/* A matmul graph run in each RLX_VK_COOPMAT mode the device has. */
+typedef void (*build_fn)(tgraph *t, const void *arg);
+
+static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens) {
+    static const struct {
+        const char *env, *tag;
+    } modes[] = {{NULL, ""}, {"0", " COOPMAT=0"}, {"fast", " COOPMAT=fast"}};
+    for (int m = 0; m < (g_coop ? 3 : 1); m++) {
+        tgraph t;
+        tg_init(&t);
+        build(&t, arg);
+        if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
+        rlx_vk_kernel want = g_coop && m != 1 ? RLX_VK_KERNEL_matmul_coop : RLX_VK_KERNEL_matmul_tiled;
+        char full[96];
+        snprintf(full, sizeof full, "%s%s", label, modes[m].tag);
+        step st = {0, n_tokens};
+        compare(full, &t, &st, 1, want, m == 2 ? TOL_FAST : TOL_F32);
+        unsetenv("RLX_VK_COOPMAT");
+        tg_free(&t);
+    }
+}
+
+/* ---- MATMUL ---- */
+
+typedef struct mm_case {
+    uint32_t type;
+    int64_t k, m, rows;
+    float big; /* when > 0: a few x values of this size (past f16's range) */
+} mm_case;
+
+static void build_matmul(tgraph *t, const void *arg) {
+    const mm_case *c = arg;
+    rlx_node x = in_f32(t, shape(2, c->rows, c->k, 0), 1.0f);
+    for (int64_t i = 0; c->big > 0 && i < c->rows * c->k; i += 997) t->in[0][i] = i % 2 ? -c->big : c->big;
+    rlx_graph_mark_output(t->g, rlx_matmul(t->g, x, weight(t, c->type, c->m, c->k)), "y");
+}
+
+static void matmul_case(mm_case c, int32_t n_tokens) {
+    char label[96];
+    snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
+             (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
+    matmul_modes(label, build_matmul, &c, n_tokens);
+}
+
+/* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
+static void build_fused(tgraph *t, const void *arg) {
+    int variant = *(const int *)arg;
+    rlx_node h = in_f32(t, shape(2, 40, 256, 0), 1.0f), y;
+    if (variant == 0) {
+        y = rlx_add(t->g, in_f32(t, shape(2, 40, 96, 0), 1.0f), rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q4_K, 96, 256)));
+    } else if (variant == 1) {
+        y = rlx_mul(t->g, rlx_silu(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q8_0, 64, 256))),
+                    rlx_matmul(t->g, h, weight(t, RLX_DTYPE_F16, 64, 256)));
+    } else {
+        y = rlx_mul(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_BF16, 64, 256)),
+                    rlx_gelu_tanh(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q6_K, 64, 256))));
+    }
+    rlx_graph_mark_output(t->g, y, "y");
+}
+
+static void test_matmul(void) {
+    static const uint32_t types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYPE_BF16, RLX_DTYPE_Q8_0, RLX_DTYPE_Q4_0,
+                                     RLX_DTYPE_Q4_1, RLX_DTYPE_Q5_0, RLX_DTYPE_Q5_1, RLX_DTYPE_Q2_K, RLX_DTYPE_Q3_K,
+                                     RLX_DTYPE_Q4_K, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int64_t b = rlx_dtype_get(types[i])->block_size;
+        /* tails in x rows, weight rows, and k (96 is not a multiple of the 64-wide k steps) */
+        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0}, 61);
+    }
+    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0}, 130);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0}, 129);
+    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 20, 4e4f}, 20);  /* f16 overflow: the f32 tile */
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 20, 4e4f}, 20);
+    static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
+                                        "(h Wu BF16) * gelu(h Wg Q6_K)"};
+    for (int v = 0; v < 3; v++) {
+        char label[96];
+        snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
+        matmul_modes(label, build_fused, &v, 37);
+    }
+}
+
+/* Weights larger than one binding are split into row parts (forced with a small limit). */
+static void test_split_weights(void) {
+    setenv("RLX_VK_MAX_BINDING_BYTES", "200000", 1); /* x (160 KiB) fits, the weights (400 KiB) do not */
+    rlx_backend *small = vkt_backend();
+    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_backend *saved = g_vk;
+    g_vk = small;
+    matmul_case((mm_case){RLX_DTYPE_F16, 2048, 100, 20, 0}, 20);
+    g_vk = saved;
+    rlx_backend_destroy(small);
+}
+
+/* ---- ATTENTION ---- */
+
+/* shaders/attention_prefill.comp's shared memory for head size d (runtime/vk_lower.c). */
+static uint32_t prefill_shared(int64_t dh, int64_t dv) {
+    int64_t d = ((dh > dv ? dh : dv) + 63) / 64 * 64, v_block = 32 * (d + 8), qk = 32 * 64 + 32 * 32;
+    return (uint32_t)(((v_block > qk ? v_block : qk) + 32 * 64 + 64) * 4);
+}
+
+static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
+    bool fits = (dh > dv ? dh : dv) <= 256 && prefill_shared(dh, dv) <= rlx_vk_backend_caps(g_vk)->max_shared;
+    return rows >= 16 && fits ? RLX_VK_KERNEL_attention_prefill : RLX_VK_KERNEL_attention;
+}
+
+/* Straight on activations: keys are this run's rows. */
+static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv, int32_t window,
+                             int32_t n_tokens) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node q = in_f32(&t, shape(3, n, h, dh), 1.0f), k = in_f32(&t, shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = in_f32(&t, shape(3, n, hkv, dv), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 2.0f / sqrtf((float)dh), window), "o");
+    char label[96];
+    snprintf(label, sizeof label, "ATTENTION n=%lld H %lld/%lld Dh %lld Dv %lld win %d n_tok %d", (long long)n,
+             (long long)h, (long long)hkv, (long long)dh, (long long)dv, window, n_tokens);
+    step st = {0, n_tokens};
+    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), TOL_F32);
+    tg_free(&t);
+}
+
+/* Over the session's cache, as chunked prefill does: the steps place `rows` new rows after n_past. */
+static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh, int32_t window,
+                             const step *steps, int n_steps) {
+    tgraph t;
+    tg_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
+    rlx_node q = in_f32(&t, shape(3, rows, h, dh), 1.0f), k = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
+    rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
+    char label[96];
+    snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
+             (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
+    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), TOL_F32);
+    tg_free(&t);
+}
+
+static void test_attention(void) {
+    attention_direct(64, 4, 1, 128, 128, 0, 64);
+    attention_direct(65, 4, 2, 64, 64, 20, 60);
+    attention_direct(127, 2, 2, 96, 64, 0, 127);
+    attention_direct(16, 2, 1, 5, 7, 0, 16);
+    attention_direct(40, 2, 2, 256, 256, 0, 40); /* D 256: 42 KiB of shared memory, where the device has it */
+    step chunked[] = {{0, 40}, {40, 25}, {200, 40}, {280, 40}};
+    attention_cached(40, 320, 4, 2, 64, 0, chunked, 4);
+    attention_cached(40, 320, 4, 2, 64, 50, chunked, 4);
+    step long_cache[] = {{0, 24}, {1076, 24}};
+    attention_cached(24, 1100, 2, 1, 64, 0, long_cache, 2);
+}
+
+int main(void) {
+    g_vk = vkt_backend();
+    if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
+    const rlx_vk_caps *c = rlx_vk_backend_caps(g_vk);
+    g_coop = c->coopmat_f16;
+    printf("cooperative-matrix matmul (shaders/matmul_coop.comp): %s\n",
+           g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
+    test_matmul();
+    test_split_weights();
+    test_attention();
+    if (g_coop)
+        printf("cooperative-matrix kernel RAN in %d cases\n", g_coop_cases);
+    else
+        printf("SKIPPED in part: %s has no VK_NV_cooperative_matrix 16x16x16 f16 -> f32 on subgroups of 32 "
+               "(coopmat %s); the tiled kernel ran every MATMUL case\n",
+               c->name, c->coopmat_khr ? "KHR only" : c->coopmat_nv ? "NV, other shapes" : "none");
+    printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (RLX_VK_COOPMAT=fast, bound %.0e)\n", g_worst[0],
+           TOL_F32, g_worst[1], TOL_FAST);
+    rlx_backend_destroy(g_vk);
+    rlx_backend_destroy(g_cpu);
+    vkt_check_validation();
+    return t_summary("test_vk_prefill");
+}
