@@ -398,8 +398,55 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     return NULL;
 }
 
+/* Few rows (decode): shaders/matvec.comp for the types it decodes, matmul.comp for the rest. */
+#define MATVEC_GPU_WG 128      /* a workgroup of several thread groups when rows are short */
+#define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
+#define MATVEC_MIN_GROUPS_CPU 4
+
+typedef struct matvec_plan {
+    uint32_t spec[6]; /* WG, W_TYPE, NX, EPI, R, T */
+    uint64_t groups;
+} matvec_plan;
+
+/* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
+ * for a type or row length it has no path for. */
+static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
+    *unroll = type == RLX_DTYPE_Q6_K ? 1 : 2;
+    switch (type) {
+    case RLX_DTYPE_F32: return k % 4 == 0 ? k / 4 : 0;
+    case RLX_DTYPE_F16:
+    case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
+    case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
+    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
+    case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 8 : 0;
+    default: return 0;
+    }
+}
+
+/* T threads per weight row: about one trip of UNR units each, in whole subgroups (matvec.comp's
+ * reduction needs subgroups of >= 4 invocations that divide T, and T >= R * NX <= 8); G groups of
+ * R rows per workgroup, fewer while the weight would give too few workgroups to fill the device. */
+static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
+                             uint64_t x_groups, uint32_t epi, matvec_plan *out) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint32_t unroll, sg = c->subgroup_size, wg_max = c->is_cpu ? p->b->wg : p->b->wg_row;
+    uint64_t units = matvec_units(type, k, &unroll);
+    if (units == 0 || sg < 4 || (sg & (sg - 1)) != 0 || sg > wg_max) return false;
+    uint64_t t = ceil_div(units, unroll);
+    t = ceil_div(t < 8 ? 8 : t, sg) * sg;
+    if (t > wg_max) t = wg_max / sg * sg;
+    uint32_t wg_want = c->is_cpu ? p->b->wg : MATVEC_GPU_WG;
+    uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
+    uint64_t min_groups = c->is_cpu ? MATVEC_MIN_GROUPS_CPU : MATVEC_MIN_GROUPS;
+    while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
+    while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
+    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t},
+                         ceil_div(m_rows, groups_per_wg * r) * x_groups};
+    return true;
+}
+
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
- * EPI_*_MUL (shaders/matmul.comp). */
+ * EPI_*_MUL (shaders/matmul.comp, matvec.comp). */
 static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
@@ -421,6 +468,12 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
+        matvec_plan mv;
+        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, &mv)) {
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u,
+                            4u, push, sizeof push, mv.groups));
+            continue;
+        }
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
         RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
                         push, sizeof push, groups));

@@ -23,6 +23,9 @@
 #define T_Q8_K 15u
 #define T_BF16 30u
 
+// A kernel with its own decoders (matvec.comp) takes only the type numbers above.
+#ifndef RLX_DEQUANT_TYPES_ONLY
+
 // The 32 bits at byte address a (a even).
 uint rd32(uint a) {
     uint i = a >> 2, w0 = w_words[i], w1 = w_words[i + 1u];
@@ -230,3 +233,4 @@ float dq1(uint row, uint e) {
     }
     return 0.0;
 }
+#endif // RLX_DEQUANT_TYPES_ONLY

@@ -19,6 +19,7 @@
 
 #include "ir/backend.h"
 #include "loader/dtype.h"
+#include "runtime/vk_internal.h" /* white box: the kernel a matmul case dispatches */
 #include "test_util.h"
 #include "test_vk_util.h"
 
@@ -288,6 +289,32 @@ static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32
     tg_free(&t);
 }
 
+/* Whether t's Vulkan program dispatches kernel k. */
+static bool vk_dispatches(tgraph *t, rlx_vk_kernel k) {
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    size_t n = 0;
+    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
+        for (size_t i = 0; i < p->run.n; i++) n += p->run.items[i].pipe->kernel == k;
+    if (p) g_vk->ops->program_destroy(p);
+    if (s) g_vk->ops->session_destroy(s);
+    return n > 0;
+}
+
+/* A matmul that must run on shaders/matvec.comp. */
+static void matvec_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32_t n_tokens) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, rows, k, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, type, 2, m, k, 0)), "y");
+    char label[64];
+    snprintf(label, sizeof label, "matvec %s k=%lld m=%lld rows=%lld n_tok=%d", tname(type), (long long)k,
+             (long long)m, (long long)rows, n_tokens);
+    T_CHECK(vk_dispatches(&t, RLX_VK_KERNEL_matvec), "%s: the program does not dispatch matvec", label);
+    compare1(RLX_OP_MATMUL, label, &t, n_tokens);
+    tg_free(&t);
+}
+
 static void test_MATMUL(void) {
     for (size_t i = 0; i < N_TYPES; i++) {
         uint32_t type = weight_types[i];
@@ -301,6 +328,21 @@ static void test_MATMUL(void) {
     }
     matmul_case(RLX_DTYPE_Q4_K, 512, 130, 24, 9, true);
     matmul_case(RLX_DTYPE_F32, 1, 1, 1, 1, false);
+    /* shaders/matvec.comp, per type: a short k (one loop trip; threads per row not a power of two) and
+     * a long one (two trips, the second partly past the row); weight rows not a multiple of a
+     * workgroup's; 1, 2, 7 and 12 rows of x (12: two workgroups of 8); Q8_0 and Q6_K with an odd
+     * number of blocks per row (every other row 2-aligned) */
+    static const struct {
+        uint32_t type;
+        int64_t k_short, k_long;
+    } fast[] = {{RLX_DTYPE_F32, 148, 600},   {RLX_DTYPE_F16, 296, 1200},  {RLX_DTYPE_BF16, 296, 1200},
+                {RLX_DTYPE_Q8_0, 224, 1184}, {RLX_DTYPE_Q4_K, 768, 4352}, {RLX_DTYPE_Q6_K, 256, 768}};
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        matvec_case(fast[i].type, fast[i].k_short, 130, 1, 1);
+        matvec_case(fast[i].type, fast[i].k_short, 19, 7, 5);
+        matvec_case(fast[i].type, fast[i].k_long, 37, 2, 2);
+        matvec_case(fast[i].type, fast[i].k_long, 37, 12, 11);
+    }
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
     tgraph t;
     tg_init(&t);

@@ -1,0 +1,297 @@
+#version 450
+// MATMUL for few rows of x (decode, small batches), for the weight types most models are made of:
+// F32, F16, BF16, Q8_0, Q4_K, Q6_K (runtime/vk_lower.c sends other types to matmul.comp).
+// out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) for the weight rows [m0, m0 + m_rows) held by
+// this binding (large weights come in row parts).
+//
+// Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
+// in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
+//  - a workgroup is G = WG / T groups of T threads; a group owns R weight rows, and its T threads
+//    split K into units of a few to a few dozen bytes, thread i taking units i, i + T, .. . Each
+//    loop trip first issues the loads of UNR units of all R rows, then does the arithmetic;
+//    neighbouring threads read neighbouring bytes, so each warp-wide load touches few cache lines.
+//  - the R rows of a thread share its x loads, which would otherwise cost more L1 traffic than the
+//    weights themselves (x is f32; the weights of decode-heavy models 4.5 to 16 bits).
+//  - 16-byte loads where the type keeps rows 16-aligned (F32 with K % 4 == 0, F16/BF16 with
+//    K % 8 == 0, Q4_K's 144-byte blocks); aligned 32-bit words, funnel-shifted, for the 2-aligned
+//    fields of Q8_0 (34-byte blocks) and Q6_K (210 bytes); never a byte at a time.
+//  - quants become floats through the exponent (q | 0x4B000000 is the float 2^23 + q): exact, and two
+//    full-rate operations, where a conversion instruction runs at 16 per clock and SM on an H100
+//    against 128 FP32 operations (CUDA programming guide, arithmetic instruction throughput, 9.0).
+//    Block scales are decoded once per unit, not per value.
+//  - sums meet through subgroupAdd and one pass over shared memory: a single barrier.
+// Groups are made of whole subgroups (thread and group numbers come from the subgroup numbers), so
+// any subgroup size works as long as it divides T (the host picks T as a multiple of the device's
+// subgroup size, >= R * NX) and is at least 4 (the size of `red`).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(constant_id = 1) const uint W_TYPE = 0;
+layout(constant_id = 2) const uint NX = 1; // rows of x per workgroup
+layout(constant_id = 3) const uint EPI = 0;
+layout(constant_id = 4) const uint R = 1;  // weight rows per group
+layout(constant_id = 5) const uint T = 64; // threads per group
+#define EPI_NONE 0u
+#define EPI_ADD 1u      // out = aux + dot (residual add fused in)
+#define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection)
+#define EPI_GELU_MUL 3u // out = gelu_tanh(aux) * dot
+
+layout(set = 1, binding = 0) readonly buffer X { vec4 xv[]; }; // rows of k floats, k % 4 == 0
+layout(set = 1, binding = 1) readonly buffer Wt { uvec4 wq[]; };
+layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
+layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
+
+layout(push_constant) uniform Push {
+    uint rows;      // rows of x
+    uint k;         // row length
+    uint m_rows;    // weight rows in this part
+    uint m0;        // first output column of this part
+    uint m;         // output row stride (all weight rows)
+    uint row_bytes; // bytes per weight row
+    uint tok;       // x rows per token (0: all rows)
+} p;
+
+#define RLX_DEQUANT_TYPES_ONLY
+#include "dequant.glsl"
+#include "act.glsl"
+
+const uint RN = R * NX; // sums per thread
+const uint G = WG / T;
+// Units per thread and trip: two give each thread 2R independent loads of 16 bytes (or 8R words);
+// a Q6_K unit already issues 7 words per row.
+const uint UNR = W_TYPE == T_Q6_K ? 1u : 2u;
+
+shared float red[(WG / 4u) * RN]; // [subgroup][sum]
+
+float acc[RN]; // acc[r * NX + c]: weight row r of the group, x row c
+uint wrow[R];  // byte address of each weight row (clamped to the last row)
+uint xrow[NX]; // vec4 index of each x row (clamped to the last valid row)
+uint lane;     // thread number within the group
+
+uint word(uint i) { return wq[i >> 2][i & 3u]; }
+
+// q - bias as a float, exactly, for an integer 0 <= q < 2^23.
+float qf(uint q, float bias) { return uintBitsToFloat(q | 0x4B000000u) - (8388608.0 + bias); }
+
+vec4 bytes4(uint w, float bias) {
+    return vec4(qf(w & 0xffu, bias), qf((w >> 8) & 0xffu, bias), qf((w >> 16) & 0xffu, bias), qf(w >> 24, bias));
+}
+
+// The 32 bits at byte 0 (sh == 0) or byte 2 (sh == 16) of the word pair (a, b).
+uint funnel(uint a, uint b, uint sh) { return sh == 0u ? a : (a >> 16) | (b << 16); }
+
+// ---- F32 (4 values per unit), F16 and BF16 (8): one 16-byte load ----
+
+void plain8(uvec4 q, out vec4 lo, out vec4 hi) {
+    if (W_TYPE == T_BF16) {
+        lo = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
+        hi = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
+    } else {
+        lo = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+        hi = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+    }
+}
+
+void mv_plain() {
+    uint per = W_TYPE == T_F32 ? 4u : 8u, n = p.k / per;
+    for (uint u0 = lane; u0 < n; u0 += T * UNR) {
+        uvec4 q[UNR * R];
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = min(u0 + j * T, n - 1u);
+            [[unroll]] for (uint r = 0u; r < R; r++) q[j * R + r] = wq[wrow[r] / 16u + u];
+        }
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = u0 + j * T;
+            if (u >= n) break;
+            [[unroll]] for (uint c = 0u; c < NX; c++) {
+                if (W_TYPE == T_F32) {
+                    vec4 xa = xv[xrow[c] + u];
+                    [[unroll]] for (uint r = 0u; r < R; r++) acc[r * NX + c] += dot(uintBitsToFloat(q[j * R + r]), xa);
+                } else {
+                    vec4 xa = xv[xrow[c] + 2u * u], xb = xv[xrow[c] + 2u * u + 1u], lo, hi;
+                    [[unroll]] for (uint r = 0u; r < R; r++) {
+                        plain8(q[j * R + r], lo, hi);
+                        acc[r * NX + c] += dot(lo, xa) + dot(hi, xb);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- Q8_0 (block_q8_0: half d; int8 qs[32]; 34 bytes) ----
+// A unit is a quarter block, 8 values: the word holding d and the three words holding its 8 bytes,
+// funnel-shifted (they start 2 bytes off the alignment of d).
+
+void mv_q8_0() {
+    uint n = p.k / 8u;
+    for (uint u0 = lane; u0 < n; u0 += T * UNR) {
+        uvec4 q[UNR * R];
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = min(u0 + j * T, n - 1u);
+            [[unroll]] for (uint r = 0u; r < R; r++) {
+                uint b = wrow[r] + (u >> 2) * 34u, i = (b + 2u + (u & 3u) * 8u) >> 2;
+                q[j * R + r] = uvec4(word(b >> 2), word(i), word(i + 1u), word(i + 2u));
+            }
+        }
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = u0 + j * T;
+            if (u >= n) break;
+            [[unroll]] for (uint c = 0u; c < NX; c++) {
+                vec4 xa = xv[xrow[c] + 2u * u], xb = xv[xrow[c] + 2u * u + 1u];
+                [[unroll]] for (uint r = 0u; r < R; r++) {
+                    uvec4 w = q[j * R + r];
+                    uint sh = ((wrow[r] + (u >> 2) * 34u) & 2u) * 8u; // d's half of its word
+                    float d = unpackHalf2x16(w.x >> sh).x;
+                    // int8 v as the byte v ^ 0x80 = v + 128
+                    vec4 lo = bytes4(funnel(w.y, w.z, 16u - sh) ^ 0x80808080u, 128.0);
+                    vec4 hi = bytes4(funnel(w.z, w.w, 16u - sh) ^ 0x80808080u, 128.0);
+                    acc[r * NX + c] += d * (dot(lo, xa) + dot(hi, xb));
+                }
+            }
+        }
+    }
+}
+
+// ---- Q4_K (block_q4_K: half d, dmin; uint8 scales[12]; uint8 qs[128]; 144 bytes = 9 x 16) ----
+// Unit 8 blk + 2c + h is the 16 bytes qs[32c + 16h + l], l < 16, of block blk: their low nibbles are
+// values 64c + 16h + l (sub-block 2c), their high nibbles values 64c + 32 + 16h + l (sub-block
+// 2c + 1). It is read with the block's first 16 bytes (d, dmin, scales): two 16-byte loads.
+
+// Scale and min of sub-block j from the scale bytes 0-3, 4-7, 8-11 in s (ggml-quants.c
+// get_scale_min_k4).
+vec2 k4_scale(uvec3 s, uint j) {
+    uint sh = (j & 3u) * 8u, a = (s.x >> sh) & 0xffu, b = (s.y >> sh) & 0xffu, c = (s.z >> sh) & 0xffu;
+    uvec2 v = j < 4u ? uvec2(a & 63u, b & 63u) : uvec2((c & 15u) | ((a >> 6) << 4), (c >> 4) | ((b >> 6) << 4));
+    return vec2(qf(v.x, 0.0), qf(v.y, 0.0));
+}
+
+void mv_q4_k() {
+    uint n = p.k / 32u;
+    for (uint u0 = lane; u0 < n; u0 += T * UNR) {
+        uvec4 hd[UNR * R], qs[UNR * R];
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = min(u0 + j * T, n - 1u);
+            [[unroll]] for (uint r = 0u; r < R; r++) {
+                uint b = wrow[r] / 16u + (u >> 3) * 9u;
+                hd[j * R + r] = wq[b];
+                qs[j * R + r] = wq[b + 1u + (u & 7u)];
+            }
+        }
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = u0 + j * T;
+            if (u >= n) break;
+            uint sub = (u >> 1) & 3u, x0 = (u >> 3) * 64u + sub * 16u + (u & 1u) * 4u; // vec4 of the first low value
+            [[unroll]] for (uint c = 0u; c < NX; c++) {
+                vec4 xl[4], xh[4], xs = vec4(0.0);
+                [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                    xl[i] = xv[xrow[c] + x0 + i];
+                    xh[i] = xv[xrow[c] + x0 + 8u + i];
+                    xs += vec4(xl[i].x + xl[i].y, xl[i].z + xl[i].w, xh[i].x + xh[i].y, xh[i].z + xh[i].w);
+                }
+                float sum_lo = xs.x + xs.y, sum_hi = xs.z + xs.w; // for the mins, shared by the R rows
+                [[unroll]] for (uint r = 0u; r < R; r++) {
+                    uvec4 h = hd[j * R + r], w = qs[j * R + r];
+                    vec2 dm = unpackHalf2x16(h.x), s0 = k4_scale(h.yzw, 2u * sub), s1 = k4_scale(h.yzw, 2u * sub + 1u);
+                    float ql = 0.0, qh = 0.0;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                        ql += dot(bytes4(w[i] & 0x0f0f0f0fu, 0.0), xl[i]);
+                        qh += dot(bytes4((w[i] >> 4) & 0x0f0f0f0fu, 0.0), xh[i]);
+                    }
+                    acc[r * NX + c] += dm.x * (s0.x * ql + s1.x * qh) - dm.y * (s0.y * sum_lo + s1.y * sum_hi);
+                }
+            }
+        }
+    }
+}
+
+// ---- Q6_K (block_q6_K: uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d; 210 bytes) ----
+// Value 128n + 32t + l (n < 2, t < 4, l < 32) is the low (t < 2) or high nibble of
+// ql[64n + 32(t & 1) + l] plus 16 times bits 2t, 2t + 1 of qh[32n + l], minus 32, times
+// d * scales[8n + 2t + l / 16]. Unit 32 blk + 16n + l / 2 holds l and l + 1 (l even) of half n for
+// all t: 8 values from three 16-bit fields (which never straddle a word), the half's 8 scale bytes
+// (three words, funnel-shifted) and d. The 32 units of a block are neighbours.
+
+void mv_q6_k() {
+    uint n = p.k / 8u;
+    for (uint u0 = lane; u0 < n; u0 += T * UNR) {
+        uvec4 qa[UNR * R]; // words of ql[l], ql[32 + l], qh[l], d
+        uvec3 qb[UNR * R]; // the words of the half's scales
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = min(u0 + j * T, n - 1u), half_n = (u >> 4) & 1u, l = (u & 15u) * 2u;
+            [[unroll]] for (uint r = 0u; r < R; r++) {
+                uint b = wrow[r] + (u >> 5) * 210u, ql = b + 64u * half_n + l, s = (b + 192u + 8u * half_n) >> 2;
+                qa[j * R + r] =
+                    uvec4(word(ql >> 2), word((ql + 32u) >> 2), word((b + 128u + 32u * half_n + l) >> 2), word((b + 208u) >> 2));
+                qb[j * R + r] = uvec3(word(s), word(s + 1u), word(s + 2u));
+            }
+        }
+        [[unroll]] for (uint j = 0u; j < UNR; j++) {
+            uint u = u0 + j * T;
+            if (u >= n) break;
+            uint half_n = (u >> 4) & 1u, l = (u & 15u) * 2u, x0 = (u >> 5) * 64u + half_n * 32u + (l >> 2);
+            [[unroll]] for (uint c = 0u; c < NX; c++) {
+                vec2 xt[4]; // x of values l, l + 1 for each t
+                [[unroll]] for (uint t = 0u; t < 4u; t++) {
+                    vec4 v = xv[xrow[c] + x0 + 8u * t];
+                    xt[t] = (l & 2u) != 0u ? v.zw : v.xy;
+                }
+                [[unroll]] for (uint r = 0u; r < R; r++) {
+                    uvec4 w = qa[j * R + r];
+                    uvec3 s = qb[j * R + r];
+                    uint b = wrow[r] + (u >> 5) * 210u, qsh = ((b + l) & 2u) * 8u, ssh = (b & 2u) * 8u;
+                    uint lo = ((w.x >> qsh) & 0xffffu) | (((w.y >> qsh) & 0xffffu) << 16), qh = (w.z >> qsh) & 0xffffu;
+                    // bytes: (t0, l), (t0, l+1), (t1, l), (t1, l+1) and the same for t2, t3
+                    uint q01 = (lo & 0x0f0f0f0fu) | (((qh << 4) | (qh << 18)) & 0x30303030u);
+                    uint q23 = ((lo >> 4) & 0x0f0f0f0fu) | ((qh | (qh << 14)) & 0x30303030u);
+                    vec4 v01 = bytes4(q01, 32.0), v23 = bytes4(q23, 32.0);
+                    // scales 8n + l/16 + {0, 2} in bytes 0 and 2 of s0, + {4, 6} in s1; int8 v as v ^ 0x80
+                    uint g = (l >> 4) * 8u;
+                    uint s0 = (funnel(s.x, s.y, ssh) >> g) ^ 0x00800080u, s1 = (funnel(s.y, s.z, ssh) >> g) ^ 0x00800080u;
+                    vec4 sc = vec4(qf(s0 & 0xffu, 128.0), qf((s0 >> 16) & 0xffu, 128.0), qf(s1 & 0xffu, 128.0),
+                                   qf((s1 >> 16) & 0xffu, 128.0));
+                    vec4 dots = vec4(dot(v01.xy, xt[0]), dot(v01.zw, xt[1]), dot(v23.xy, xt[2]), dot(v23.zw, xt[3]));
+                    acc[r * NX + c] += unpackHalf2x16(w.w >> ssh).x * dot(sc, dots);
+                }
+            }
+        }
+    }
+}
+
+void main() {
+    uint gid = group_id(), per_wg = G * R, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
+    uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
+    uint rows = valid_rows(p.rows, p.tok);
+    if (r0 >= rows) return; // the whole workgroup: no barrier is skipped by part of it
+    uint spg = max(T / gl_SubgroupSize, 1u), g = gl_SubgroupID / spg;
+    lane = (gl_SubgroupID % spg) * gl_SubgroupSize + gl_SubgroupInvocationID;
+    [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * R + r, p.m_rows - 1u) * p.row_bytes;
+    [[unroll]] for (uint c = 0u; c < NX; c++) xrow[c] = min(r0 + c, rows - 1u) * (p.k / 4u);
+    [[unroll]] for (uint s = 0u; s < RN; s++) acc[s] = 0.0;
+    switch (W_TYPE) {
+    case T_Q8_0: mv_q8_0(); break;
+    case T_Q4_K: mv_q4_k(); break;
+    case T_Q6_K: mv_q6_k(); break;
+    default: mv_plain(); break;
+    }
+    [[unroll]] for (uint s = 0u; s < RN; s++) {
+        float v = subgroupAdd(acc[s]);
+        if (subgroupElect()) red[gl_SubgroupID * RN + s] = v;
+    }
+    barrier();
+    uint t = gl_LocalInvocationIndex;
+    if (t >= G * RN) return;
+    uint gg = t / RN, s = t % RN, wr = w0 + gg * R + s / NX, xr = r0 + s % NX;
+    if (wr >= p.m_rows || xr >= rows) return;
+    float v = 0.0;
+    for (uint i = 0u; i < spg; i++) v += red[(gg * spg + i) * RN + s];
+    uint oi = xr * p.m + p.m0 + wr;
+    switch (EPI) {
+    case EPI_ADD: v += aux[oi]; break;
+    case EPI_SILU_MUL: v *= silu(aux[oi]); break;
+    case EPI_GELU_MUL: v *= gelu_tanh(aux[oi]); break;
+    }
+    o[oi] = v;
+}
