@@ -9,14 +9,17 @@
 #include "loader/dequant.h"
 #include "runtime/vk_internal.h"
 
-#define MAX_HEAD 512    /* shaders/attention.comp MAXD: largest Dh and Dv */
+#define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */
 #define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
-#define ATTN_SPLIT_KEYS 256     /* keys per attention split */
+#define ATTN_SPLIT_KEYS 64      /* keys per attention split: two chunks */
 #define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
 #define ATTN_SPLIT_MAX_ROWS 4   /* more query rows than this fill the device without splits */
-#define ATTN_MAX_SPLITS 64
+#define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
+#define ATTN_CHUNK 32           /* shaders/attention.comp CH: keys per chunk */
+#define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
+#define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
 enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
@@ -174,6 +177,52 @@ static void fuse_norm(rlx_program *p, rlx_node i, vk_fuse kind) {
     absorb(p, i, kind, m, RLX_NO_NODE);
 }
 
+/* The node that computes the values j reads (through RESHAPE views). */
+static rlx_node producer(const rlx_program *p, rlx_node j) {
+    while (node(p, j)->info.op == RLX_OP_RESHAPE) j = node(p, j)->info.in[0];
+    return j;
+}
+
+static bool reads(const rlx_program *p, rlx_node j, rlx_node x) {
+    for (int k = 0; k < node(p, j)->info.n_in; k++)
+        if (node(p, j)->info.in[k] == x) return true;
+    return false;
+}
+
+/* The V KV_WRITE that K's write kw can carry out as well: the V operand of the attention that reads
+ * kw, when its rows exist by kw's dispatch (a leaf, or computed earlier by a dispatch of its own),
+ * match K's rows, and nothing reads the V cache until after kw. RLX_NO_NODE otherwise. */
+static rlx_node v_partner(const rlx_program *p, rlx_node kw) {
+    rlx_node a = kw + 1;
+    for (; a < p->n_nodes; a++)
+        if (node(p, a)->live && node(p, a)->info.op == RLX_OP_ATTENTION && node(p, a)->info.in[1] == kw) break;
+    if (a >= p->n_nodes) return RLX_NO_NODE;
+    rlx_node vw = node(p, a)->info.in[2];
+    const vk_node *v = node(p, vw);
+    if (vw == kw || v->info.op != RLX_OP_KV_WRITE || v->fused_into != RLX_NO_NODE || v->fuse != VK_FUSE_NONE ||
+        node(p, v->info.in[0])->n_consumers != 1)
+        return RLX_NO_NODE;
+    rlx_node src = producer(p, v->info.in[1]);
+    bool leaf = node(p, src)->store == VK_STORE_INPUT || node(p, src)->store == VK_STORE_WEIGHT;
+    if (!leaf && (src > kw || node(p, src)->fused_into != RLX_NO_NODE)) return RLX_NO_NODE;
+    if (node(p, v->info.in[1])->info.shape.dim[0] != in(p, kw, 1)->info.shape.dim[0]) return RLX_NO_NODE;
+    for (rlx_node j = 0; j <= kw; j++)
+        if (node(p, j)->live && reads(p, j, vw)) return RLX_NO_NODE;
+    return vw;
+}
+
+/* KV_WRITE(cache, ROPE(..)): the RoPE kernel (or the q/k norm + RoPE kernel it absorbed) writes K
+ * straight into the cache, and copies V's rows into the V cache when v_partner allows: two
+ * dispatches fewer per layer. */
+static void fuse_kv(rlx_program *p, rlx_node i) {
+    rlx_node r = node(p, i)->info.in[1];
+    if (node(p, i)->fused_into != RLX_NO_NODE || !absorbable(p, r, RLX_OP_ROPE)) return;
+    p->nodes[r].fused_into = i;
+    rlx_node vw = v_partner(p, i);
+    if (vw != RLX_NO_NODE) p->nodes[vw].fused_into = i;
+    absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
+}
+
 void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
@@ -185,6 +234,9 @@ void vk_plan_fusion(rlx_program *p) {
         default: break;
         }
     }
+    /* after the others, so that v_partner sees every node's final fused_into */
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
 }
 
 /* ---- preparation ---- */
@@ -265,10 +317,11 @@ static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
 }
 
 /* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep
- * only rows x heads workgroups busy, so the keys are shared out in ranges of about 256. */
+ * only a few workgroups busy, each walking its keys one chunk (one memory round trip) after the
+ * other, so from 256 keys on they are shared out in ranges of about 64. */
 static uint32_t attention_splits(const rlx_program *p, rlx_node i) {
     int64_t rows = in(p, i, 0)->info.shape.dim[0], keys = in(p, i, 1)->info.shape.dim[0];
-    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 2 * ATTN_SPLIT_KEYS) return 1;
+    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 4 * ATTN_SPLIT_KEYS) return 1;
     int64_t splits = keys / ATTN_SPLIT_KEYS;
     return (uint32_t)(splits < ATTN_MAX_SPLITS ? splits : ATTN_MAX_SPLITS);
 }
@@ -487,54 +540,111 @@ static rlx_status lower_MATMUL(rlx_program *p, rlx_node i) {
     return absorbed(p, i) ? NULL : emit_matmul(p, i, i, RLX_NO_NODE, EPI_NONE);
 }
 
-/* RMS_NORM node `norm` written to out_node's storage, scaled, optionally followed by out_node's
- * RoPE (shaders/rms_norm.comp). */
-static rlx_status emit_rms_norm(rlx_program *p, rlx_node out_node, rlx_node norm, float scale, bool rope) {
-    const vk_node *n = node(p, norm), *out = node(p, out_node);
+static uint32_t subgroup(const rlx_program *p) {
+    uint32_t sg = p->b->dev->caps->subgroup_size;
+    return sg ? sg : 1;
+}
+
+/* The V half of a fused KV write (shaders/rms_norm.comp, rope.comp KV): KV 2 with the V rows and
+ * the V cache when kw carries its V partner, else KV 1 (kw != RLX_NO_NODE) or 0, and bindings that
+ * the kernel does not touch. */
+typedef struct kv_target {
+    uint32_t kv, dv;
+    vk_range out, vsrc, vcache;
+} kv_target;
+
+static rlx_status kv_target_of(rlx_program *p, rlx_node at, rlx_node kw, vk_range x, kv_target *t) {
+    *t = (kv_target){0, 0, vk_node_range(p, kw != RLX_NO_NODE ? kw : at), x, vk_node_range(p, at)};
+    if (kw == RLX_NO_NODE) return NULL;
+    t->kv = 1;
+    rlx_node vw = node(p, kw)->fuse_b;
+    if (vw == RLX_NO_NODE) return NULL;
+    t->kv = 2;
+    t->dv = (uint32_t)last_dim(node(p, vw));
+    t->vcache = vk_node_range(p, vw);
+    return vk_f32_range(p, node(p, vw)->info.in[1], &t->vsrc);
+}
+
+/* RMS_NORM node `norm` computed by node at's dispatch, scaled, optionally followed by the RoPE of
+ * node rope and the K (and V) cache write of KV_WRITE kw (shaders/rms_norm.comp). Head-sized rows
+ * take one subgroup each, several rows per workgroup, and no barriers; longer rows a workgroup,
+ * which is wg_row wide only when wg would hold more than NORM_MAX_SLOTS slots per invocation. */
+static rlx_status emit_rms_norm(rlx_program *p, rlx_node at, rlx_node norm, float scale, rlx_node rope, rlx_node kw) {
+    const vk_node *n = node(p, norm);
     uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
-    vk_range bind[4];
+    vk_range bind[6];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
     RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
-    bind[2] = vk_node_range(p, out_node);
+    kv_target kv;
+    RLX_TRY(kv_target_of(p, at, kw, bind[0], &kv));
+    bind[2] = kv.out;
     bind[3] = bind[2];
-    uint32_t mode = 0, heads = 1, n_rot = 0;
-    if (rope) {
-        const rlx_rope_attrs *r = &out->info.attrs.rope;
-        mode = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
-        heads = (uint32_t)out->info.shape.dim[1];
-        n_rot = (uint32_t)r->n_rot;
-        bind[3] = vk_const_range(p, out->const_offset, (VkDeviceSize)n_rot / 2 * 8);
+    bind[4] = kv.vsrc;
+    bind[5] = kv.vcache;
+    uint32_t mode = 0, heads = 1, n_rot = 0, tok = tok_rows(node(p, at));
+    if (rope != RLX_NO_NODE) {
+        const vk_node *r = node(p, rope);
+        mode = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
+        heads = (uint32_t)r->info.shape.dim[1];
+        n_rot = (uint32_t)r->info.attrs.rope.n_rot;
+        bind[3] = vk_const_range(p, r->const_offset, (VkDeviceSize)n_rot / 2 * 8);
+        tok = tok_rows(r);
     }
-    uint32_t spec[2] = {row_wg(p, cols), mode};
-    uint32_t push[7] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(scale),
-                        tok_rows(out), heads, n_rot};
-    return vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_rms_norm, spec, bind, 4, rope ? 11u : 3u, 4u, push,
-                   sizeof push, rows);
+    if (kv.kv) tok = heads; /* a KV_WRITE takes the first n_tokens token rows */
+    uint64_t slots = n_rot / 2 + (cols - n_rot + 1) / 2, sg = subgroup(p);
+    bool team = slots <= 4 * sg && p->b->wg >= sg;
+    uint32_t wg = !team && slots > (uint64_t)NORM_MAX_SLOTS * p->b->wg ? p->b->wg_row : p->b->wg;
+    uint64_t per = team ? wg / sg : 1, ns = ceil_div(slots, team ? sg : wg);
+    uint32_t spec[6] = {wg, mode, team, (uint32_t)per, (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS), kv.kv};
+    uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(scale), tok, heads,
+                        n_rot, kv.dv};
+    uint32_t reads = 3u | (rope != RLX_NO_NODE ? 8u : 0u) | (kv.kv == 2 ? 16u : 0u);
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, kv.kv == 2 ? 36u : 4u, push,
+                   sizeof push, ceil_div(rows, per));
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : emit_rms_norm(p, i, i, 1.0f, false);
+    return absorbed(p, i) ? NULL : emit_rms_norm(p, i, i, 1.0f, RLX_NO_NODE, RLX_NO_NODE);
 }
 
-static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    if (n->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, n->fuse_a, 1.0f, true);
+/* ROPE node `rope` computed by node at's dispatch, writing K (and V) into the caches when kw is its
+ * KV_WRITE (shaders/rope.comp). */
+static rlx_status emit_rope(rlx_program *p, rlx_node at, rlx_node rope, rlx_node kw) {
+    const vk_node *n = node(p, rope);
     const rlx_rope_attrs *r = &n->info.attrs.rope;
     uint64_t rows = (uint64_t)n->info.shape.dim[0], heads = (uint64_t)n->info.shape.dim[1];
     uint64_t dh = (uint64_t)n->info.shape.dim[2], half = (uint64_t)r->n_rot / 2;
     uint64_t per_head = half + (dh - (uint64_t)r->n_rot + 1) / 2;
-    vk_range bind[3];
+    vk_range bind[5];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
     bind[1] = vk_const_range(p, n->const_offset, half * 8);
-    bind[2] = vk_node_range(p, i);
-    uint32_t spec[2] = {p->b->wg, r->layout == RLX_ROPE_LAYOUT_NEOX};
-    uint32_t push[5] = {(uint32_t)rows, (uint32_t)heads, (uint32_t)dh, (uint32_t)r->n_rot, n->tok ? 1u : 0u};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_rope, spec, bind, 3, 3u, 4u, push, sizeof push,
-                   ceil_div(rows * heads * per_head, p->b->wg));
+    kv_target kv;
+    RLX_TRY(kv_target_of(p, at, kw, bind[0], &kv));
+    bind[2] = kv.out;
+    bind[3] = kv.vsrc;
+    bind[4] = kv.vcache;
+    uint32_t spec[3] = {p->b->wg, r->layout == RLX_ROPE_LAYOUT_NEOX, kv.kv};
+    uint32_t push[6] = {(uint32_t)rows, (uint32_t)heads, (uint32_t)dh, (uint32_t)r->n_rot,
+                        n->tok || kv.kv ? 1u : 0u, kv.dv};
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rope, spec, bind, 5, kv.kv == 2 ? 11u : 3u, kv.kv == 2 ? 20u : 4u,
+                   push, sizeof push, ceil_div(rows * heads * per_head, p->b->wg));
+}
+
+static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (absorbed(p, i)) return NULL;
+    if (n->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, n->fuse_a, 1.0f, i, RLX_NO_NODE);
+    return emit_rope(p, i, i, RLX_NO_NODE);
 }
 
 static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *x = in(p, i, 1);
+    if (absorbed(p, i)) return NULL; /* a V write that its K write's kernel does */
+    if (n->fuse == VK_FUSE_KV_ROPE) {
+        const vk_node *r = node(p, n->fuse_a);
+        if (r->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, r->fuse_a, 1.0f, n->fuse_a, i);
+        return emit_rope(p, i, n->fuse_a, i);
+    }
     uint64_t row = (uint64_t)(n->numel / n->info.shape.dim[0]), rows = (uint64_t)x->info.shape.dim[0];
     vk_range bind[2];
     RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[0]));
@@ -543,6 +653,15 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     uint32_t push[2] = {(uint32_t)row, (uint32_t)rows};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_kv_write, spec, bind, 2, 1u, 2u, push, sizeof push,
                    stride_groups(rows * row, p->b->wg));
+}
+
+/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_MAX_GW, so a
+ * workgroup's heads share one kv head. */
+static uint32_t attention_gw(int64_t heads, int64_t kv_heads) {
+    int64_t g = heads / kv_heads;
+    for (int64_t gw = ATTN_MAX_GW; gw > 1; gw--)
+        if (g % gw == 0) return (uint32_t)gw;
+    return 1;
 }
 
 /* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) when the head
@@ -577,12 +696,17 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
                    ceil_div(rows, 64) * heads);
 }
 
+/* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split), at least as
+ * wide as Dv (up to wg_row); per-lane shares planned for the snapshot's subgroup size. */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t prefill_d = attention_prefill_d(p, i);
     if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
-    uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
+    uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
+    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg = subgroup(p), wg = p->b->wg;
+    while (wg < dv && wg < p->b->wg_row) wg *= 2;
+    uint32_t subgroups = wg / sg ? wg / sg : 1;
     vk_range bind[5];
     for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
@@ -590,11 +714,17 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    uint32_t spec[3] = {p->b->wg, MAX_HEAD, splits > 1};
+    uint32_t spec[7] = {wg,
+                        gw,
+                        splits > 1,
+                        ATTN_CHUNK,
+                        (uint32_t)ceil_div(dh, sg),
+                        (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
+                        (uint32_t)ceil_div(dv, wg)};
     uint32_t push[10] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
-                         (uint32_t)q->info.shape.dim[2],
+                         dh,
                          dv,
                          (uint32_t)k->info.shape.dim[0],
                          (uint32_t)n->info.attrs.window,
@@ -602,10 +732,10 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
                          n->tok ? 1u : 0u,
                          splits};
     RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
-                    sizeof push, rows * heads * splits));
+                    sizeof push, rows * (heads / gw) * splits));
     if (splits == 1) return NULL;
     vk_range cbind[2] = {bind[4], bind[3]};
-    uint32_t cspec[1] = {p->b->wg};
+    uint32_t cspec[2] = {p->b->wg, ATTN_MAX_SPLITS};
     uint32_t cpush[5] = {(uint32_t)rows, (uint32_t)heads, dv, splits, n->tok ? 1u : 0u};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attn_combine, cspec, cbind, 2, 1u, 2u, cpush, sizeof cpush,
                    rows * heads);
@@ -651,7 +781,8 @@ static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (n->fuse == VK_FUSE_NORM_SCALE) return emit_rms_norm(p, i, n->fuse_a, n->info.attrs.scale, false);
+    if (n->fuse == VK_FUSE_NORM_SCALE)
+        return emit_rms_norm(p, i, n->fuse_a, n->info.attrs.scale, RLX_NO_NODE, RLX_NO_NODE);
     return elementwise(p, i, EW_SCALE, in0(p, i), RLX_NO_NODE, n->info.attrs.scale);
 }
 

@@ -1,49 +1,128 @@
 #version 450
-// RMS_NORM: one workgroup per row; out = x / sqrt(mean(x^2) + eps) * w * scale. Fused forms
+// RMS_NORM: out = x / sqrt(mean(x^2) + eps) * w * scale over each row. Fused forms
 // (runtime/vk_lower.c): scale != 1 absorbs a following SCALE; ROPE != 0 absorbs a following ROPE
 // of the normalised head (q/k norm then RoPE, as Qwen3 and Gemma 3 prepare Q and K): row r is
-// head r % heads of token row r / heads, and its pairs are rotated as rope.comp does.
+// head r % heads of token row r / heads, and its pairs are rotated as rope.comp does. KV != 0
+// absorbs the KV_WRITE that takes the result: row r lands at cache row n_past * heads + r, and
+// with KV == 2 the row r of the V projection is copied into the V cache alongside (one dispatch
+// instead of three).
+//
+// Speed (a decode step is latency-bound): a row is shared by a whole team, a workgroup for long
+// rows or one subgroup per row for head-sized rows (several rows per workgroup, no barriers), and
+// each invocation loads all its elements (NS slots of two elements, and their weights) before the
+// first use, so a row costs one memory round trip, a reduction and the stores. Slot s holds the
+// pair of dims that RoPE rotates together, or two pass-through dims half a tail apart, so an
+// invocation rotates what it holds and consecutive invocations read consecutive addresses. Slots
+// past NS per invocation (a smaller subgroup than the host planned for) are read twice instead.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "reduce.glsl"
 #include "rope.glsl"
 
 layout(constant_id = 1) const uint ROPE = 0; // 0 none, 1 NORMAL pairs, 2 NEOX pairs
+layout(constant_id = 2) const uint TEAM = 0; // 0: one workgroup per row; 1: one subgroup per row
+layout(constant_id = 3) const uint R = 1;    // TEAM 1: rows per workgroup
+layout(constant_id = 4) const uint NS = 2;   // slots per invocation held in registers
+layout(constant_id = 5) const uint KV = 0;   // 0 out; 1 out is a K cache; 2 and copy V rows to the V cache
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer W { float w[]; };
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer T { uvec2 step_turns[]; };
+layout(set = 1, binding = 4) readonly buffer VS { float vsrc[]; };  // KV 2: V rows [rows, dv]
+layout(set = 1, binding = 5) writeonly buffer VC { float vc[]; };   // KV 2: V cache
 
 layout(push_constant) uniform Push {
     uint rows;
     uint cols;
     float eps;
     float scale;
-    uint tok;
-    uint heads; // ROPE: rows per token row
+    uint tok;   // rows per token row (KV: heads, as a KV_WRITE takes the first n_tokens rows)
+    uint heads; // ROPE, KV: rows per token row
     uint n_rot; // ROPE: rotated dims
+    uint dv;    // KV 2: V row length
 } p;
 
-void main() {
-    uint r = group_id();
-    if (r >= valid_rows(p.rows, p.tok)) return;
-    uint base = r * p.cols, t = gl_LocalInvocationID.x;
+// The two dims of slot s (the second may be past cols when the pass-through tail is odd).
+uvec2 slot_dims(uint s, uint half_rot, uint rot, uint tail_half) {
+    if (ROPE != 0u && s < half_rot) return rope_pair(s, p.n_rot, ROPE == 2u);
+    uint d = rot + (s - half_rot);
+    return uvec2(d, d + tail_half);
+}
+
+float team_sum(float v) { return TEAM == 0u ? wg_sum(v) : subgroupAdd(v); }
+
+void copy_v(uint r, uint lane, uint size) {
+    uint src = r * p.dv, dst = (rlx.n_past * p.heads + r) * p.dv;
+    for (uint d = lane; d < p.dv; d += size) vc[dst + d] = vsrc[src + d];
+}
+
+void norm_row(uint r, uint lane, uint size) {
+    uint rot = ROPE != 0u ? p.n_rot : 0u, half_rot = rot / 2u, tail_half = (p.cols - rot + 1u) / 2u;
+    uint slots = half_rot + tail_half, base = r * p.cols;
+    float a[NS], b[NS], wa[NS], wb[NS];
     float ss = 0.0;
-    for (uint c = t; c < p.cols; c += WG) ss += x[base + c] * x[base + c];
-    ss = wg_sum(ss);
+    [[unroll]] for (uint e = 0u; e < NS; e++) {
+        uint s = lane + e * size;
+        // clamped indices: every load is in bounds, and unused values are zeroed after the load
+        uvec2 d = slot_dims(min(s, slots - 1u), half_rot, rot, tail_half);
+        bool has_a = s < slots, has_b = has_a && d.y < p.cols;
+        d = min(d, uvec2(p.cols - 1u));
+        a[e] = x[base + d.x];
+        wa[e] = w[d.x];
+        b[e] = x[base + d.y];
+        wb[e] = w[d.y];
+        a[e] = has_a ? a[e] : 0.0;
+        b[e] = has_b ? b[e] : 0.0;
+        ss += a[e] * a[e] + b[e] * b[e];
+    }
+    for (uint s = lane + NS * size; s < slots; s += size) {
+        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        ss += x[base + d.x] * x[base + d.x];
+        if (d.y < p.cols) ss += x[base + d.y] * x[base + d.y];
+    }
+    if (KV == 2u) copy_v(r, lane, size); // its loads overlap the reduction
+    ss = team_sum(ss);
     float k = inversesqrt(ss / float(p.cols) + p.eps) * p.scale;
-    if (ROPE == 0u) {
-        for (uint c = t; c < p.cols; c += WG) o[base + c] = x[base + c] * k * w[c];
+    uint obase = KV != 0u ? (rlx.n_past * p.heads + r) * p.cols : base;
+    uint pos = ROPE != 0u ? rlx.n_past + r / p.heads : 0u;
+    [[unroll]] for (uint e = 0u; e < NS; e++) {
+        uint s = lane + e * size;
+        if (s >= slots) continue;
+        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        float y0 = a[e] * k * wa[e], y1 = b[e] * k * wb[e];
+        if (ROPE != 0u && s < half_rot) {
+            vec2 sc = sincos_turns(pos, step_turns[s]);
+            o[obase + d.x] = y0 * sc.y - y1 * sc.x;
+            o[obase + d.y] = y0 * sc.x + y1 * sc.y;
+            continue;
+        }
+        o[obase + d.x] = y0;
+        if (d.y < p.cols) o[obase + d.y] = y1;
+    }
+    for (uint s = lane + NS * size; s < slots; s += size) {
+        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        float y0 = x[base + d.x] * k * w[d.x], y1 = 0.0;
+        if (d.y < p.cols) y1 = x[base + d.y] * k * w[d.y];
+        if (ROPE != 0u && s < half_rot) {
+            vec2 sc = sincos_turns(pos, step_turns[s]);
+            o[obase + d.x] = y0 * sc.y - y1 * sc.x;
+            o[obase + d.y] = y0 * sc.x + y1 * sc.y;
+            continue;
+        }
+        o[obase + d.x] = y0;
+        if (d.y < p.cols) o[obase + d.y] = y1;
+    }
+}
+
+void main() {
+    uint valid = valid_rows(p.rows, p.tok);
+    if (TEAM == 0u) {
+        uint r = group_id();
+        if (r < valid) norm_row(r, gl_LocalInvocationID.x, WG);
         return;
     }
-    uint half_rot = p.n_rot / 2u, pos = rlx.n_past + r / p.heads;
-    for (uint i = t; i < half_rot; i += WG) {
-        uvec2 d = rope_pair(i, p.n_rot, ROPE == 2u);
-        vec2 sc = sincos_turns(pos, step_turns[i]);
-        float x0 = x[base + d.x] * k * w[d.x], x1 = x[base + d.y] * k * w[d.y];
-        o[base + d.x] = x0 * sc.y - x1 * sc.x;
-        o[base + d.y] = x0 * sc.x + x1 * sc.y;
-    }
-    for (uint c = p.n_rot + t; c < p.cols; c += WG) o[base + c] = x[base + c] * k * w[c];
+    uint r0 = group_id() * R, r1 = min(r0 + R, valid);
+    for (uint r = r0 + gl_SubgroupID; r < r1; r += gl_NumSubgroups)
+        norm_row(r, gl_SubgroupInvocationID, gl_SubgroupSize);
 }

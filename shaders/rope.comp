@@ -1,22 +1,29 @@
 #version 450
 // ROPE (ir/ops.def): the pair (x0, x1) of head dims turns by theta_i = pos * base^(-2i/n_rot) /
 // freq_factors[i], pos = n_past + row; dims >= n_rot pass through. Angles: rope.glsl.
+// KV != 0 (runtime/vk_lower.c) absorbs the KV_WRITE that takes the result: head row r of token
+// row i lands at cache row n_past + i, and with KV == 2 the V rows of the same tokens are copied
+// into the V cache by the same invocations (one dispatch instead of three).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "rope.glsl"
 
 layout(constant_id = 1) const uint NEOX = 0;
+layout(constant_id = 2) const uint KV = 0; // 0 out; 1 out is a K cache; 2 and copy V rows to the V cache
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer T { uvec2 step_turns[]; };
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
+layout(set = 1, binding = 3) readonly buffer VS { float vsrc[]; }; // KV 2: V rows [rows * heads, dv]
+layout(set = 1, binding = 4) writeonly buffer VC { float vc[]; };  // KV 2: V cache
 
 layout(push_constant) uniform Push {
     uint rows;
     uint heads;
     uint dh;
     uint n_rot;
-    uint tok;
+    uint tok;   // 1: token-major (always with KV: a KV_WRITE takes the first n_tokens rows)
+    uint dv; // KV 2: V row length
 } p;
 
 void main() {
@@ -24,16 +31,20 @@ void main() {
     uint idx = group_id() * WG + gl_LocalInvocationID.x;
     if (idx >= valid_rows(p.rows, p.tok) * p.heads * per_head) return;
     uint slot = idx % per_head, hrow = idx / per_head, row = hrow / p.heads;
-    uint base = hrow * p.dh;
+    uint base = hrow * p.dh, obase = KV != 0u ? (rlx.n_past * p.heads + hrow) * p.dh : base;
+    if (KV == 2u) {
+        uint src = hrow * p.dv, dst = (rlx.n_past * p.heads + hrow) * p.dv;
+        for (uint d = slot; d < p.dv; d += per_head) vc[dst + d] = vsrc[src + d];
+    }
     if (slot >= half_rot) { // pass-through dims
         uint d = p.n_rot + 2u * (slot - half_rot);
-        o[base + d] = x[base + d];
-        if (d + 1u < p.dh) o[base + d + 1u] = x[base + d + 1u];
+        o[obase + d] = x[base + d];
+        if (d + 1u < p.dh) o[obase + d + 1u] = x[base + d + 1u];
         return;
     }
     uvec2 d = rope_pair(slot, p.n_rot, NEOX != 0u);
     vec2 sc = sincos_turns(rlx.n_past + row, step_turns[slot]);
     float x0 = x[base + d.x], x1 = x[base + d.y];
-    o[base + d.x] = x0 * sc.y - x1 * sc.x;
-    o[base + d.y] = x0 * sc.x + x1 * sc.y;
+    o[obase + d.x] = x0 * sc.y - x1 * sc.x;
+    o[obase + d.y] = x0 * sc.x + x1 * sc.y;
 }

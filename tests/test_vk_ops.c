@@ -648,6 +648,65 @@ static void test_fusions(void) {
     }
 }
 
+/* One attention layer as the runners build it: K = rope([rms_norm](x Wk)) goes into the cache
+ * through the RoPE kernel (runtime/vk_lower.c fuse_kv), and V's rows ride along in that dispatch
+ * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). Checks the
+ * attention output and both caches over prefill, decode and padded steps. */
+typedef struct kv_case {
+    bool norm, v_late;
+    int64_t rows, h, hkv, dh, dv, cap;
+    int32_t n_rot, window;
+    rlx_rope_layout layout;
+} kv_case;
+
+static rlx_node kv_heads(tgraph *t, rlx_node x, int64_t rows, int64_t heads, int64_t d) {
+    rlx_node y = rlx_matmul(t->g, x, weight(t, RLX_DTYPE_F16, 2, heads * d, 32, 0));
+    return rlx_reshape(t->g, y, shape(3, rows, heads, d));
+}
+
+static rlx_node kv_qk(tgraph *t, const kv_case *c, rlx_node x, int64_t heads) {
+    rlx_node y = kv_heads(t, x, c->rows, heads, c->dh);
+    if (c->norm) y = rlx_rms_norm(t->g, y, weight(t, RLX_DTYPE_F32, 1, c->dh, 0, 0), 1e-6f);
+    return rlx_rope(t->g, y, RLX_NO_NODE, (rlx_rope_attrs){c->layout, c->n_rot, 1e4f});
+}
+
+static void kv_fusion_case(const kv_case *c) {
+    tgraph t;
+    tg_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
+                         .head_dim = (int32_t)c->dh, .head_dim_v = (int32_t)c->dv};
+    rlx_node x = in_f32(&t, shape(2, c->rows, 32, 0), 1.0f);
+    rlx_node kcache = rlx_kv_cache(t.g, 0, false, c->cap, c->hkv, c->dh);
+    rlx_node vcache = rlx_kv_cache(t.g, 0, true, c->cap, c->hkv, c->dv);
+    rlx_node q = kv_qk(&t, c, x, c->h), k = kv_qk(&t, c, x, c->hkv), v = RLX_NO_NODE;
+    if (!c->v_late) v = kv_heads(&t, x, c->rows, c->hkv, c->dv);
+    rlx_node kw = rlx_kv_write(t.g, kcache, k);
+    if (c->v_late) v = kv_heads(&t, x, c->rows, c->hkv, c->dv);
+    rlx_node vw = rlx_kv_write(t.g, vcache, v);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kw, vw, 1.0f / sqrtf((float)c->dh), c->window), "o");
+    rlx_graph_mark_output(t.g, kcache, "k");
+    rlx_graph_mark_output(t.g, vcache, "v");
+    int32_t rows = (int32_t)c->rows;
+    step steps[] = {{0, rows}, {rows, 1}, {rows + 1, rows > 1 ? rows - 1 : 1}, {(int32_t)c->cap - 1, 1}};
+    char label[64];
+    snprintf(label, sizeof label, "%s%s kv rows %d H %lld/%lld Dh %lld Dv %lld rot %d%s", c->norm ? "norm+" : "",
+             c->layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal", rows, (long long)c->h, (long long)c->hkv,
+             (long long)c->dh, (long long)c->dv, c->n_rot, c->v_late ? " v late" : "");
+    compare(RLX_OP_KV_WRITE, label, &t, steps, 4, true, TOL_F32);
+    tg_free(&t);
+}
+
+static void test_kv_fusions(void) {
+    static const kv_case cases[] = {
+        {true, false, 1, 16, 8, 128, 128, 40, 128, 0, RLX_ROPE_LAYOUT_NEOX},  /* qwen3-0.6b decode shape */
+        {true, false, 5, 4, 2, 64, 64, 300, 48, 0, RLX_ROPE_LAYOUT_NEOX},     /* long cache: key splits */
+        {true, true, 3, 6, 2, 10, 7, 24, 6, 4, RLX_ROPE_LAYOUT_NORMAL},       /* odd sizes, window */
+        {false, false, 4, 4, 4, 32, 16, 20, 32, 0, RLX_ROPE_LAYOUT_NORMAL},   /* llama: RoPE alone */
+        {false, true, 2, 8, 2, 16, 16, 20, 16, 0, RLX_ROPE_LAYOUT_NEOX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
+}
+
 typedef void (*op_test)(void);
 static const op_test op_tests[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
@@ -700,6 +759,7 @@ int main(void) {
     }
     printf("fusions\n");
     test_fusions();
+    test_kv_fusions();
     test_unsupported_type();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
