@@ -651,7 +651,8 @@ static void test_fusions(void) {
 /* One attention layer as the runners build it: K = rope([rms_norm](x Wk)) goes into the cache
  * through the RoPE kernel (runtime/vk_lower.c fuse_kv), and V's rows ride along in that dispatch
  * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). Checks the
- * attention output and both caches over prefill, decode and padded steps. */
+ * attention output and both caches over prefill, decode and padded steps, and that a kv_write
+ * copy is dispatched only for a late V. */
 typedef struct kv_case {
     bool norm, v_late;
     int64_t rows, h, hkv, dh, dv, cap;
@@ -693,6 +694,10 @@ static void kv_fusion_case(const kv_case *c) {
              c->layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal", rows, (long long)c->h, (long long)c->hkv,
              (long long)c->dh, (long long)c->dv, c->n_rot, c->v_late ? " v late" : "");
     compare(RLX_OP_KV_WRITE, label, &t, steps, 4, true, TOL_F32);
+    bool copies = vk_dispatches(&t, RLX_VK_KERNEL_kv_write);
+    T_CHECK(copies == c->v_late, "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
+            c->v_late ? "yes (V's own)" : "no (both writes fused)");
+    printf("  %-10s %-44s kv_write dispatched: %s\n", "KV_WRITE", label, copies ? "yes" : "no");
     tg_free(&t);
 }
 
