@@ -13,7 +13,8 @@
 // Precision (spec PREC). f16 has an 11-bit significand, so a plain f16 product would round every
 // x and w by up to 2^-12 (about 4e-4 relative in each output: above the f32 tolerances the op and
 // family parity tests hold every path to). Instead each operand is split in two f16 parts,
-// v = hi + lo * 2^-11 with hi = f16(v) and lo = f16((v - hi) * 2^11), and
+// v = hi + lo * 2^-11 with hi = v rounded to 11 significant bits (hi_part: exact in f16, 0 below
+// f16's normal range) and lo = f16((v - hi) * 2^11), and
 //     x.w = xh.wh + 2^-11 (xl.wh + xh.wl)      (the xl.wl term is below 2^-22 relative)
 // with the two sums in separate f32 accumulators. That keeps about 22 significant bits of every
 // operand, as good as f32 accumulation needs, for 3 multiplies instead of 1:
@@ -65,6 +66,7 @@ layout(push_constant) uniform Push {
 #define DS (TILE * CS)      // where the 2^-11 sums go
 #define BIG 16384.0
 #define LO_SCALE 2048.0
+#define MIN_NORMAL 6.103515625e-5 // 2^-14, f16's smallest normal value
 
 shared uvec4 smem[4u * OPERAND];
 shared uint s_bad;
@@ -84,10 +86,25 @@ uvec4 to_f16(vec4 a, vec4 b) {
     return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
-// The scaled low parts of a and b, given their f16 high parts h.
-uvec4 lo_f16(vec4 a, vec4 b, uvec4 h) {
-    vec4 ha = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y)), hb = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
-    return to_f16((a - ha) * LO_SCALE, (b - hb) * LO_SCALE);
+// v rounded to f16's 11 significant bits (ties away from zero) by integer arithmetic, 0 below f16's
+// normal range: a value f16 holds exactly, so its conversion cannot round whatever the device's
+// rounding mode. Not f32(f16(v)) through unpackHalf2x16(packHalf2x16(v)): NVIDIA's compiler folds
+// that round trip into v (dxil-spirv PR 100 saw the same), which left every low part 0 and the
+// "exact" mode with plain f16 error on the H100.
+vec4 hi_part(vec4 v) {
+    vec4 h = uintBitsToFloat((floatBitsToUint(v) + 0x1000u) & 0xffffe000u);
+    return mix(h, vec4(0.0), lessThan(abs(v), vec4(MIN_NORMAL)));
+}
+
+// The 8 values a, c as f16 at smem[hi_at], and with lo their scaled low parts at smem[lo_at].
+void split(vec4 a, vec4 c, uint hi_at, uint lo_at, bool lo) {
+    if (!lo) {
+        smem[hi_at] = to_f16(a, c);
+        return;
+    }
+    vec4 ha = hi_part(a), hc = hi_part(c);
+    smem[hi_at] = to_f16(ha, hc);
+    smem[lo_at] = to_f16((a - ha) * LO_SCALE, (c - hc) * LO_SCALE);
 }
 
 // Global loads of step k0 into registers; zeros past the rows, weight rows and k.
@@ -123,9 +140,7 @@ void stage() {
     [[unroll]] for (uint h = 0u; h < 2u; h++) {
         vec4 a = xv[2u * h], c = xv[2u * h + 1u];
         bad = bad || !fits(a) || !fits(c);
-        uvec4 hi = to_f16(a, c);
-        smem[XH + b + h] = hi;
-        if (PREC >= 1u) smem[XL + b + h] = lo_f16(a, c, hi);
+        split(a, c, XH + b + h, XL + b + h, PREC >= 1u);
         if (raw_f16()) {
             smem[WH + b + h] = wraw[h];
             continue;
@@ -133,9 +148,7 @@ void stage() {
         a = wv[2u * h];
         c = wv[2u * h + 1u];
         bad = bad || !fits(a) || !fits(c);
-        hi = to_f16(a, c);
-        smem[WH + b + h] = hi;
-        if (PREC >= 2u) smem[WL + b + h] = lo_f16(a, c, hi);
+        split(a, c, WH + b + h, WL + b + h, PREC >= 2u);
     }
 }
 

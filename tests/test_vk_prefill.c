@@ -9,17 +9,30 @@
  * Each case names the kernel the compiled program dispatches (white box: runtime/vk_internal.h)
  * and checks it is the one the selection rule promises.
  *
- * Check: NMSE against the CPU backend, as tests/test_vk_ops.c: 1e-7 (test-backend-ops' f32 bound)
- * for every f32-accurate path, the cooperative one included (its operands are split in f16 pairs
- * that keep about 22 significant bits, shaders/matmul_coop.comp). RLX_VK_COOPMAT=fast rounds x
- * and w to f16 (relative error up to 2^-11 each, uniform: NMSE about 2 (2^-11)^2 / 3 = 1.6e-7),
- * checked against 1e-6. */
+ * Checks. NMSE against the CPU backend, as tests/test_vk_ops.c: 1e-7 (test-backend-ops' f32
+ * bound) for every f32-accurate path, the cooperative "exact" mode included; 1e-6 for
+ * RLX_VK_COOPMAT=fast. Plain MATMUL cases also check every output against a bound derived from
+ * its operands and from how the kernel rounds them:
+ *     |y_vk - y_cpu| <= sum_k p(x_ik, w_jk) + acc * sum_k |x_ik w_jk|
+ * acc covers the two f32 sums of k terms in different orders, ours and the CPU's ((k + 2) 2^-24
+ * each; tensor cores may truncate where f32 rounds: 2k 2^-24 on their side). p bounds one
+ * product's error when each operand is off by at most rel |v| + abs, plus a dropped term:
+ *     p = (2 rel + rel^2 + drop) |x||w| + abs (1 + rel) (|x| + |w|) + abs^2
+ *   - f32 kernels: exact operands, p = 0;
+ *   - coop exact: hi + 2^-11 lo keeps an operand within 2^-21 |v| (the low part's conversion
+ *     errs by at most 2^-10 of itself, 2^-11 when it rounds to nearest; lo is at most 2^-11 |v|)
+ *     or 2^-24 below f16's normal range, and the dropped lo.lo term is below 2^-22 |x||w|;
+ *   - coop fast: f16 operands, within 2^-10 |v| in any rounding mode or 2^-14 where f16
+ *     subnormals are flushed.
+ * Each case prints the worst |error| / sum_k |x w| it reached (about 2^-24 sqrt(k) for f32 sums,
+ * 2^-11 for f16 operands): a low part that never arrived shows up as f16-sized error there. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/backend.h"
+#include "loader/dequant.h"
 #include "loader/dtype.h"
 #include "runtime/vk_backend.h"
 #include "runtime/vk_internal.h"
@@ -101,9 +114,59 @@ static double nmse_rows(const float *v, const float *c, const rlx_node_info *n, 
     return vkt_nmse(v, c, rlx_shape_numel(&n->shape) / n->shape.dim[0] * rows);
 }
 
+/* How a matmul kernel rounds its operands (the header's p and acc). */
+typedef struct prec_model {
+    double rel, abs, drop; /* operand error <= rel |v| + abs; dropped product term <= drop |x||w| */
+    double acc_gpu;        /* the GPU's f32 sum errs by up to acc_gpu * k * 2^-24 of sum |x w| */
+} prec_model;
+
+static const prec_model PREC_F32 = {0.0, 0.0, 0.0, 1.0};
+static const prec_model PREC_PAIRS = {0x1p-21, 0x1p-24, 0x1p-22, 2.0};
+static const prec_model PREC_F16 = {0x1p-10, 0x1p-14, 0.0, 2.0};
+
+/* A plain y = x w^T to check element by element: x [rows, k] and w [m, k] as the CPU sees them. */
+typedef struct elem_check {
+    const float *x;
+    float *w; /* dequantized: owned */
+    int64_t k, m;
+    const prec_model *prec;
+} elem_check;
+
+/* Checks the first `rows` rows of got against want within the header's bound; returns the worst
+ * |error| / sum|x w|, and in *bound_ratio the largest bound / sum|x w|. */
+static double check_elements(const char *label, const elem_check *c, const float *got, const float *want,
+                             int32_t rows, double *bound_ratio) {
+    const prec_model *pm = c->prec;
+    double pxw = 2 * pm->rel + pm->rel * pm->rel + pm->drop, pabs = pm->abs * (1 + pm->rel);
+    double acc = ((pm->acc_gpu + 1) * (double)c->k + 4) * 0x1p-24;
+    double worst = 0.0;
+    int bad = 0;
+    *bound_ratio = 0.0;
+    for (int32_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < c->m; j++) {
+            const float *xr = c->x + r * c->k, *wr = c->w + j * c->k;
+            double sxw = 0.0, sxpw = 0.0;
+            for (int64_t i = 0; i < c->k; i++) {
+                sxw += fabs((double)xr[i] * wr[i]);
+                sxpw += fabs((double)xr[i]) + fabs((double)wr[i]);
+            }
+            double bound = (pxw + acc) * sxw + pabs * sxpw + (double)c->k * pm->abs * pm->abs;
+            double err = fabs((double)got[r * c->m + j] - (double)want[r * c->m + j]);
+            if (!(err <= bound) && bad++ == 0)
+                T_CHECK(false, "%s: y[%d][%lld] = %.9g, CPU %.9g: |error| %.3e > bound %.3e", label, r, (long long)j,
+                        (double)got[r * c->m + j], (double)want[r * c->m + j], err, bound);
+            if (sxw > 0.0 && err / sxw > worst) worst = err / sxw;
+            if (sxw > 0.0 && bound / sxw > *bound_ratio) *bound_ratio = bound / sxw;
+        }
+    T_CHECK(bad == 0, "%s: %d outputs past their error bound", label, bad);
+    return worst;
+}
+
 /* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
- * `want` is the kernel the Vulkan program must dispatch. */
-static void compare(const char *label, tgraph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol) {
+ * `want` is the kernel the Vulkan program must dispatch; ec, when given, the last step's outputs
+ * element by element. */
+static void compare(const char *label, tgraph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol,
+                    const elem_check *ec) {
     const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
     size_t bytes = (size_t)rlx_shape_numel(&out->shape) * 4;
     rlx_session *sv = NULL, *sc = NULL;
@@ -124,7 +187,12 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
         double e = nmse_rows(ov, oc, out, steps[s].n_tokens);
         if (e > worst || isnan(e)) worst = e;
     }
-    printf("  %-60s %-17s nmse %.2e (tol %.0e)\n", label, kname, worst, tol);
+    printf("  %-60s %-17s nmse %.2e (tol %.0e)", label, kname, worst, tol);
+    if (ok && ec) {
+        double bound_ratio, ratio = check_elements(label, ec, ov, oc, steps[n_steps - 1].n_tokens, &bound_ratio);
+        printf(", worst |error|/sum|xw| %.1e (bound %.1e)", ratio, bound_ratio);
+    }
+    printf("\n");
     T_CHECK(worst <= tol, "%s on %s: nmse %.3e > %.0e", label, kname, worst, tol);
     int slot = tol > TOL_F32;
     if (worst > g_worst[slot]) g_worst[slot] = worst;
@@ -136,10 +204,11 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
     free(oc);
 }
 
-/* A matmul graph run in each RLX_VK_COOPMAT mode the device has. */
+/* A matmul graph run in each RLX_VK_COOPMAT mode the device has; `plain`: its output is x w^T of
+ * input 0 and weight 0 (checked element by element). */
 typedef void (*build_fn)(tgraph *t, const void *arg);
 
-static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens) {
+static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain) {
     static const struct {
         const char *env, *tag;
     } modes[] = {{NULL, ""}, {"0", " COOPMAT=0"}, {"fast", " COOPMAT=fast"}};
@@ -149,10 +218,20 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         build(&t, arg);
         if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
         rlx_vk_kernel want = g_coop && m != 1 ? RLX_VK_KERNEL_matmul_coop : RLX_VK_KERNEL_matmul_tiled;
+        const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : m == 2 ? &PREC_F16 : &PREC_PAIRS;
         char full[96];
         snprintf(full, sizeof full, "%s%s", label, modes[m].tag);
         step st = {0, n_tokens};
-        compare(full, &t, &st, 1, want, m == 2 ? TOL_FAST : TOL_F32);
+        elem_check ec = {0};
+        if (plain) {
+            const rlx_weight *w = &t.w[0];
+            ec = (elem_check){t.in[0], malloc(w->ne[0] * w->ne[1] * sizeof(float)), (int64_t)w->ne[0],
+                              (int64_t)w->ne[1], prec};
+            if (!ec.w) exit(1);
+            rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
+        }
+        compare(full, &t, &st, 1, want, m == 2 ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
+        free(ec.w);
         unsetenv("RLX_VK_COOPMAT");
         tg_free(&t);
     }
@@ -177,7 +256,7 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    matmul_modes(label, build_matmul, &c, n_tokens);
+    matmul_modes(label, build_matmul, &c, n_tokens, true);
 }
 
 /* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
@@ -214,7 +293,7 @@ static void test_matmul(void) {
     for (int v = 0; v < 3; v++) {
         char label[96];
         snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
-        matmul_modes(label, build_fused, &v, 37);
+        matmul_modes(label, build_fused, &v, 37, false);
     }
 }
 
@@ -255,7 +334,7 @@ static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int6
     snprintf(label, sizeof label, "ATTENTION n=%lld H %lld/%lld Dh %lld Dv %lld win %d n_tok %d", (long long)n,
              (long long)h, (long long)hkv, (long long)dh, (long long)dv, window, n_tokens);
     step st = {0, n_tokens};
-    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), TOL_F32);
+    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), TOL_F32, NULL);
     tg_free(&t);
 }
 
@@ -273,7 +352,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
     char label[96];
     snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
              (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
-    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), TOL_F32);
+    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), TOL_F32, NULL);
     tg_free(&t);
 }
 
