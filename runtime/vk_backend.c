@@ -222,6 +222,7 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
     const char *prof = getenv("RLX_VK_PROFILE");
     b->profile = prof && *prof && strcmp(prof, "0") != 0;
+    b->profile_each = b->profile && strcmp(prof, "2") == 0;
     const char *fusion = getenv("RLX_VK_FUSION");
     b->fusion = !(fusion && strcmp(fusion, "0") == 0);
     rlx_status s = rlx_vk_fault_arm_from_env();

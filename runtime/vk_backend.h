@@ -10,6 +10,7 @@
  *   RLX_VK_DEBUG=1                        print each program's plan (dispatches, barriers, peak
  *                                         intermediate memory, compile time) and each run's time
  *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel
+ *   RLX_VK_PROFILE=2                      ... and every dispatch on its own line (op, shape, weight type)
  *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit, to exercise weight splitting
  *   RLX_VK_COOPMAT=0|fast                 (read at each compile) 0: no cooperative-matrix matmul;
  *                                         fast: its operands as plain f16 (inexact; vk_lower.c)

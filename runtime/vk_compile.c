@@ -743,7 +743,25 @@ void vk_program_destroy(rlx_program *p) {
     free(p);
 }
 
-/* RLX_VK_PROFILE: GPU time per kernel (and per node of the slowest dispatches) of the last run. */
+/* RLX_VK_PROFILE=2: every dispatch with the op, shape and weight type of its node, to see which
+ * shapes a kernel is slow on. */
+static void print_each_dispatch(const rlx_program *p, const uint64_t *ts) {
+    double period = p->b->dev->caps->timestamp_period;
+    for (size_t i = 0; i < p->run.n; i++) {
+        const vk_dispatch *dp = &p->run.items[i];
+        const vk_node *n = &p->nodes[dp->node];
+        char shape[64];
+        rlx_shape_str(&n->info.shape, shape, sizeof shape);
+        const char *w = "";
+        if (n->info.op == RLX_OP_MATMUL && n->info.n_in > 1)
+            w = rlx_dtype_name(p->nodes[n->info.in[1]].info.dtype);
+        double us = (double)(ts[2 * i + 1] - ts[2 * i]) * period / 1000.0;
+        fprintf(stderr, "    %4zu %-14s %-10s %-16s %-6s groups %-8" PRIu64 " %8.2f us\n", i,
+                rlx_vk_kernel_get(dp->pipe->kernel)->name, rlx_op_name(n->info.op), shape, w, dp->groups, us);
+    }
+}
+
+/* RLX_VK_PROFILE: GPU time per kernel of the last run (RLX_VK_PROFILE=2: and of every dispatch). */
 static void print_profile(const rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
     size_t n = p->run.n;
@@ -767,6 +785,7 @@ static void print_profile(const rlx_program *p) {
         if (count[k])
             fprintf(stderr, "  %-14s %4d x %9.1f us\n", rlx_vk_kernel_get((rlx_vk_kernel)k)->name, count[k],
                     per_kernel[k]);
+    if (p->b->profile_each) print_each_dispatch(p, ts);
     free(ts);
 }
 

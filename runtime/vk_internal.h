@@ -47,6 +47,7 @@ typedef struct rlx_vk_backend {
     bool debug;                   /* RLX_VK_DEBUG: print each program's plan */
     bool fusion;                  /* RLX_VK_FUSION=0 turns fusion off (to compare against) */
     bool profile;                 /* RLX_VK_PROFILE: time every dispatch, print per kernel after runs */
+    bool profile_each;            /* RLX_VK_PROFILE=2: also print every dispatch */
 } rlx_vk_backend;
 
 struct rlx_session {
