@@ -794,7 +794,7 @@ static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {
     return absorbed(p, i) ? NULL : elementwise(p, i, EW_GELU_TANH, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
-/* SOFTMAX and ARGMAX: one workgroup per row of the last dim of x. */
+/* SOFTMAX: one workgroup per row of the last dim of x. */
 static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uint32_t tok) {
     const vk_node *x = in(p, i, 0);
     uint64_t cols = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / cols;
@@ -809,9 +809,20 @@ static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uin
 static rlx_status lower_SOFTMAX(rlx_program *p, rlx_node i) {
     return row_reduction(p, i, RLX_VK_KERNEL_softmax, tok_rows(node(p, i)));
 }
-/* ARGMAX's output holds one element per row of x, so its token row size is its rows per token. */
+/* ARGMAX's output holds one element per row of x, so its token row size is its rows per token.
+ * Greedy decoding takes it over one vocabulary row: a single workgroup, so it gets the largest. */
 static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
-    return row_reduction(p, i, RLX_VK_KERNEL_argmax, node(p, i)->tok);
+    const vk_node *x = in(p, i, 0);
+    uint64_t cols = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / cols;
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
+    bind[1] = vk_node_range(p, i);
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0], wg = 1024;
+    while (wg > limit) wg /= 2;
+    uint32_t spec[1] = {cols > 8192 ? wg : row_wg(p, cols)};
+    uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, node(p, i)->tok};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_argmax, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
 }
 
 static rlx_status lower_LAST_ROW(rlx_program *p, rlx_node i) {

@@ -21,7 +21,20 @@ void main() {
     uint base = r * p.cols, t = gl_LocalInvocationID.x;
     float bv = -1.0 / 0.0;
     uint bi = 0xffffffffu;
-    for (uint c = t; c < p.cols; c += WG) {
+    // Four strides per trip, loaded before any is compared: a vocabulary row (151,936 logits) is
+    // hundreds of trips per invocation, and one load in flight per trip left it latency-bound.
+    // The four indices rise, so comparing them in order keeps the first index of the maximum.
+    uint c = t;
+    for (; c + 3u * WG < p.cols; c += 4u * WG) {
+        float v[4] = {x[base + c], x[base + c + WG], x[base + c + 2u * WG], x[base + c + 3u * WG]};
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {
+            if (bi == 0xffffffffu || v[j] > bv) {
+                bv = v[j];
+                bi = c + j * WG;
+            }
+        }
+    }
+    for (; c < p.cols; c += WG) {
         float v = x[base + c];
         if (bi == 0xffffffffu || v > bv) {
             bv = v;

@@ -525,6 +525,16 @@ static void test_ARGMAX(void) {
     rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
     compare1(RLX_OP_ARGMAX, "[4,777] with tied maxima", &t, 4);
     tg_free(&t);
+    /* a vocabulary row (the greedy head's shape, one large workgroup): ties in different trips and
+     * strides of one invocation, and past the last whole trip */
+    const int V = 151936;
+    tg_init(&t);
+    x = in_f32(&t, shape(2, 1, V, 0), 1.0f);
+    v = t.in[0];
+    v[V - 3] = v[70001] = v[4099] = 3.0f;
+    rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
+    compare1(RLX_OP_ARGMAX, "[1,151936] with tied maxima", &t, 1);
+    tg_free(&t);
 }
 
 static void test_RESHAPE(void) {
