@@ -129,16 +129,20 @@ static void absorb(rlx_program *p, rlx_node into, vk_fuse kind, rlx_node a, rlx_
     n->fuse_b = b;
 }
 
-/* ADD(matmul, y) or ADD(y, matmul): the residual add becomes the matmul's epilogue. */
+/* ADD(matmul, y) or ADD(y, matmul): the residual add becomes the matmul's epilogue; else
+ * ADD(rms_norm, y) or ADD(y, rms_norm) (a post-norm, as Gemma 3 has) the norm's. */
 static void fuse_add(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    for (int k = 0; k < 2; k++) {
-        rlx_node m = n->info.in[k], other = n->info.in[1 - k];
-        if (m == other || !absorbable(p, m, RLX_OP_MATMUL)) continue;
-        p->nodes[m].fused_into = i;
-        absorb(p, i, VK_FUSE_MATMUL_ADD, m, other);
-        return;
-    }
+    static const rlx_op producers[2] = {RLX_OP_MATMUL, RLX_OP_RMS_NORM};
+    static const vk_fuse kinds[2] = {VK_FUSE_MATMUL_ADD, VK_FUSE_NORM_ADD};
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < 2; k++) {
+            rlx_node m = n->info.in[k], other = n->info.in[1 - k];
+            if (m == other || !absorbable(p, m, producers[f])) continue;
+            p->nodes[m].fused_into = i;
+            absorb(p, i, kinds[f], m, other);
+            return;
+        }
 }
 
 static bool is_act(const rlx_program *p, rlx_node j) {
@@ -565,25 +569,33 @@ static rlx_status kv_target_of(rlx_program *p, rlx_node at, rlx_node kw, vk_rang
     return vk_f32_range(p, node(p, vw)->info.in[1], &t->vsrc);
 }
 
-/* RMS_NORM node `norm` computed by node at's dispatch, scaled, optionally followed by the RoPE of
- * node rope and the K (and V) cache write of KV_WRITE kw (shaders/rms_norm.comp). Head-sized rows
- * take one subgroup each, several rows per workgroup, and no barriers; longer rows a workgroup,
- * which is wg_row wide only when wg would hold more than NORM_MAX_SLOTS slots per invocation. */
-static rlx_status emit_rms_norm(rlx_program *p, rlx_node at, rlx_node norm, float scale, rlx_node rope, rlx_node kw) {
-    const vk_node *n = node(p, norm);
+/* What one shaders/rms_norm.comp dispatch computes: RMS_NORM node norm for node at (whose dispatch
+ * it is), scaled, then rotated by ROPE node rope, written into the caches by KV_WRITE kw, or added
+ * to the residual res; the unused ones are RLX_NO_NODE. */
+typedef struct norm_job {
+    rlx_node at, norm, rope, kw, res;
+    float scale;
+} norm_job;
+
+/* Head-sized rows take one subgroup each, several rows per workgroup, and no barriers; longer rows
+ * a workgroup, which is wg_row wide only when wg would hold more than NORM_MAX_SLOTS slots per
+ * invocation. */
+static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
+    const vk_node *n = node(p, j.norm);
     uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
     vk_range bind[6];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
     RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
     kv_target kv;
-    RLX_TRY(kv_target_of(p, at, kw, bind[0], &kv));
+    RLX_TRY(kv_target_of(p, j.at, j.kw, bind[0], &kv));
     bind[2] = kv.out;
     bind[3] = bind[2];
     bind[4] = kv.vsrc;
     bind[5] = kv.vcache;
-    uint32_t mode = 0, heads = 1, n_rot = 0, tok = tok_rows(node(p, at));
-    if (rope != RLX_NO_NODE) {
-        const vk_node *r = node(p, rope);
+    if (j.res != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, j.res, &bind[4]));
+    uint32_t mode = 0, heads = 1, n_rot = 0, tok = tok_rows(node(p, j.at));
+    if (j.rope != RLX_NO_NODE) {
+        const vk_node *r = node(p, j.rope);
         mode = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
         heads = (uint32_t)r->info.shape.dim[1];
         n_rot = (uint32_t)r->info.attrs.rope.n_rot;
@@ -595,16 +607,18 @@ static rlx_status emit_rms_norm(rlx_program *p, rlx_node at, rlx_node norm, floa
     bool team = slots <= 4 * sg && p->b->wg >= sg;
     uint32_t wg = !team && slots > (uint64_t)NORM_MAX_SLOTS * p->b->wg ? p->b->wg_row : p->b->wg;
     uint64_t per = team ? wg / sg : 1, ns = ceil_div(slots, team ? sg : wg);
-    uint32_t spec[6] = {wg, mode, team, (uint32_t)per, (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS), kv.kv};
-    uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(scale), tok, heads,
+    uint32_t spec[7] = {wg,   mode, team, (uint32_t)per, (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS),
+                        kv.kv, j.res != RLX_NO_NODE};
+    uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(j.scale), tok, heads,
                         n_rot, kv.dv};
-    uint32_t reads = 3u | (rope != RLX_NO_NODE ? 8u : 0u) | (kv.kv == 2 ? 16u : 0u);
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, kv.kv == 2 ? 36u : 4u, push,
+    uint32_t reads = 3u | (j.rope != RLX_NO_NODE ? 8u : 0u) | (kv.kv == 2 || j.res != RLX_NO_NODE ? 16u : 0u);
+    return vk_emit(p, &p->run, j.at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, kv.kv == 2 ? 36u : 4u, push,
                    sizeof push, ceil_div(rows, per));
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : emit_rms_norm(p, i, i, 1.0f, RLX_NO_NODE, RLX_NO_NODE);
+    if (absorbed(p, i)) return NULL;
+    return emit_rms_norm(p, (norm_job){i, i, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, 1.0f});
 }
 
 /* ROPE node `rope` computed by node at's dispatch, writing K (and V) into the caches when kw is its
@@ -633,7 +647,8 @@ static rlx_status emit_rope(rlx_program *p, rlx_node at, rlx_node rope, rlx_node
 static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (absorbed(p, i)) return NULL;
-    if (n->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, n->fuse_a, 1.0f, i, RLX_NO_NODE);
+    if (n->fuse == VK_FUSE_NORM_ROPE)
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, i, RLX_NO_NODE, RLX_NO_NODE, 1.0f});
     return emit_rope(p, i, i, RLX_NO_NODE);
 }
 
@@ -642,7 +657,8 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     if (absorbed(p, i)) return NULL; /* a V write that its K write's kernel does */
     if (n->fuse == VK_FUSE_KV_ROPE) {
         const vk_node *r = node(p, n->fuse_a);
-        if (r->fuse == VK_FUSE_NORM_ROPE) return emit_rms_norm(p, i, r->fuse_a, 1.0f, n->fuse_a, i);
+        if (r->fuse == VK_FUSE_NORM_ROPE)
+            return emit_rms_norm(p, (norm_job){i, r->fuse_a, n->fuse_a, i, RLX_NO_NODE, 1.0f});
         return emit_rope(p, i, n->fuse_a, i);
     }
     uint64_t row = (uint64_t)(n->numel / n->info.shape.dim[0]), rows = (uint64_t)x->info.shape.dim[0];
@@ -763,6 +779,8 @@ static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
+    if (n->fuse == VK_FUSE_NORM_ADD)
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, n->fuse_b, 1.0f});
     return elementwise(p, i, EW_ADD, in0(p, i), in1(p, i), 1.0f);
 }
 
@@ -782,7 +800,7 @@ static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
 static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (n->fuse == VK_FUSE_NORM_SCALE)
-        return emit_rms_norm(p, i, n->fuse_a, n->info.attrs.scale, RLX_NO_NODE, RLX_NO_NODE);
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, n->info.attrs.scale});
     return elementwise(p, i, EW_SCALE, in0(p, i), RLX_NO_NODE, n->info.attrs.scale);
 }
 

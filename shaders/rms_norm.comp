@@ -5,7 +5,8 @@
 // head r % heads of token row r / heads, and its pairs are rotated as rope.comp does. KV != 0
 // absorbs the KV_WRITE that takes the result: row r lands at cache row n_past * heads + r, and
 // with KV == 2 the row r of the V projection is copied into the V cache alongside (one dispatch
-// instead of three).
+// instead of three). RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's
+// post-norms): out = res + norm(x).
 //
 // Speed (a decode step is latency-bound): a row is shared by a whole team, a workgroup for long
 // rows or one subgroup per row for head-sized rows (several rows per workgroup, no barriers), and
@@ -24,12 +25,13 @@ layout(constant_id = 2) const uint TEAM = 0; // 0: one workgroup per row; 1: one
 layout(constant_id = 3) const uint R = 1;    // TEAM 1: rows per workgroup
 layout(constant_id = 4) const uint NS = 2;   // slots per invocation held in registers
 layout(constant_id = 5) const uint KV = 0;   // 0 out; 1 out is a K cache; 2 and copy V rows to the V cache
+layout(constant_id = 6) const uint RES = 0;  // 1: add the residual rows (binding 4)
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer W { float w[]; };
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer T { uvec2 step_turns[]; };
-layout(set = 1, binding = 4) readonly buffer VS { float vsrc[]; };  // KV 2: V rows [rows, dv]
+layout(set = 1, binding = 4) readonly buffer VS { float vsrc[]; };  // KV 2: V rows [rows, dv]; RES: residual
 layout(set = 1, binding = 5) writeonly buffer VC { float vc[]; };   // KV 2: V cache
 
 layout(push_constant) uniform Push {
@@ -52,6 +54,8 @@ uvec2 slot_dims(uint s, uint half_rot, uint rot, uint tail_half) {
 
 float team_sum(float v) { return TEAM == 0u ? wg_sum(v) : subgroupAdd(v); }
 
+float residual(uint i) { return RES != 0u ? vsrc[i] : 0.0; }
+
 void copy_v(uint r, uint lane, uint size) {
     uint src = r * p.dv, dst = (rlx.n_past * p.heads + r) * p.dv;
     for (uint d = lane; d < p.dv; d += size) vc[dst + d] = vsrc[src + d];
@@ -60,7 +64,7 @@ void copy_v(uint r, uint lane, uint size) {
 void norm_row(uint r, uint lane, uint size) {
     uint rot = ROPE != 0u ? p.n_rot : 0u, half_rot = rot / 2u, tail_half = (p.cols - rot + 1u) / 2u;
     uint slots = half_rot + tail_half, base = r * p.cols;
-    float a[NS], b[NS], wa[NS], wb[NS];
+    float a[NS], b[NS], wa[NS], wb[NS], ra[NS], rb[NS];
     float ss = 0.0;
     [[unroll]] for (uint e = 0u; e < NS; e++) {
         uint s = lane + e * size;
@@ -74,6 +78,8 @@ void norm_row(uint r, uint lane, uint size) {
         wb[e] = w[d.y];
         a[e] = has_a ? a[e] : 0.0;
         b[e] = has_b ? b[e] : 0.0;
+        ra[e] = residual(base + d.x); // loaded with x: no round trip after the reduction
+        rb[e] = residual(base + d.y);
         ss += a[e] * a[e] + b[e] * b[e];
     }
     for (uint s = lane + NS * size; s < slots; s += size) {
@@ -90,7 +96,7 @@ void norm_row(uint r, uint lane, uint size) {
         uint s = lane + e * size;
         if (s >= slots) continue;
         uvec2 d = slot_dims(s, half_rot, rot, tail_half);
-        float y0 = a[e] * k * wa[e], y1 = b[e] * k * wb[e];
+        float y0 = a[e] * k * wa[e] + ra[e], y1 = b[e] * k * wb[e] + rb[e];
         if (ROPE != 0u && s < half_rot) {
             vec2 sc = sincos_turns(pos, step_turns[s]);
             o[obase + d.x] = y0 * sc.y - y1 * sc.x;
@@ -110,8 +116,8 @@ void norm_row(uint r, uint lane, uint size) {
             o[obase + d.y] = y0 * sc.x + y1 * sc.y;
             continue;
         }
-        o[obase + d.x] = y0;
-        if (d.y < p.cols) o[obase + d.y] = y1;
+        o[obase + d.x] = y0 + residual(base + d.x);
+        if (d.y < p.cols) o[obase + d.y] = y1 + residual(base + d.y);
     }
 }
 

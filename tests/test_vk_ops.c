@@ -711,6 +711,29 @@ static void kv_fusion_case(const kv_case *c) {
     tg_free(&t);
 }
 
+/* A residual add after a norm (Gemma 3's post-norms) is the norm's epilogue, on either side of the
+ * ADD, for a long row (workgroup per row) and head-sized rows (a subgroup per row). */
+static void test_norm_add(void) {
+    for (int variant = 0; variant < 3; variant++) {
+        tgraph t;
+        tg_init(&t);
+        int64_t cols = variant == 2 ? 64 : 1000;
+        rlx_node x = in_f32(&t, shape(2, 6, cols, 0), 2.0f);
+        rlx_node h = rlx_rms_norm(t.g, in_f32(&t, shape(2, 6, cols, 0), 3.0f),
+                                  weight(&t, RLX_DTYPE_F16, 1, cols, 0, 0), 1e-6f);
+        rlx_graph_mark_output(t.g, variant == 1 ? rlx_add(t.g, h, x) : rlx_add(t.g, x, h), "y");
+        char label[64];
+        snprintf(label, sizeof label, "%s, rows of %lld", variant == 1 ? "rms_norm(h) + x" : "x + rms_norm(h)",
+                 (long long)cols);
+        step steps[] = {{0, 6}, {9, 4}};
+        compare(RLX_OP_ADD, label, &t, steps, 2, true, TOL_F32);
+        bool ew = vk_dispatches(&t, RLX_VK_KERNEL_ew);
+        T_CHECK(!ew, "%s: the add was dispatched on its own", label);
+        printf("  %-10s %-44s ew dispatched: %s\n", "ADD", label, ew ? "yes" : "no");
+        tg_free(&t);
+    }
+}
+
 static void test_kv_fusions(void) {
     static const kv_case cases[] = {
         {true, false, 1, 16, 8, 128, 128, 40, 128, 0, RLX_ROPE_LAYOUT_NEOX},  /* qwen3-0.6b decode shape */
@@ -775,6 +798,7 @@ int main(void) {
     printf("fusions\n");
     test_fusions();
     test_kv_fusions();
+    test_norm_add();
     test_unsupported_type();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
