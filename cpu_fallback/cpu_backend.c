@@ -9,8 +9,11 @@
 #include "cpu_fallback/cpu_internal.h"
 #include "cpu_fallback/host_memory.h"
 
-/* Below this much work (about one multiply-add each) a kernel is not worth handing to the pool. */
-#define PARALLEL_MIN_WORK 32768.0
+/* Work (about one multiply-add each) that pays for one more thread: waking a spinning worker and
+ * waiting for it costs a few microseconds, about this many multiply-adds. */
+#define WORK_PER_THREAD 32768.0
+/* Chunks per thread: enough for the shared counter to even out uneven progress. */
+#define CHUNKS_PER_THREAD 4
 
 static const rlx_cpu_kernel kernels[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = rlx_cpu_op_##name,
@@ -20,12 +23,21 @@ static const rlx_cpu_kernel kernels[RLX_OP_COUNT] = {
 
 bool rlx_cpu_has_kernel(rlx_op op) { return (unsigned)op < RLX_OP_COUNT && kernels[op] != NULL; }
 
-void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t chunk, double work, rlx_pool_fn fn,
+void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t min_chunk, double work, rlx_pool_fn fn,
                       void *ctx) {
-    if (ex->n_threads > 1 && work >= PARALLEL_MIN_WORK)
-        rlx_thread_pool_run(ex->pool, n_items, chunk, fn, ctx);
-    else if (n_items > 0)
+    if (n_items <= 0) return;
+    if (min_chunk < 1) min_chunk = 1;
+    int64_t units = (n_items + min_chunk - 1) / min_chunk;
+    double worth = work / WORK_PER_THREAD;
+    int64_t threads = ex->n_threads;
+    if (worth < (double)threads) threads = worth < 1.0 ? 1 : (int64_t)worth;
+    if (threads > units) threads = units;
+    if (threads <= 1) {
         fn(ctx, 0, n_items, 0);
+        return;
+    }
+    int64_t per = (units + threads * CHUNKS_PER_THREAD - 1) / (threads * CHUNKS_PER_THREAD);
+    rlx_thread_pool_run(ex->pool, (int)threads, n_items, per * min_chunk, fn, ctx);
 }
 
 /* ---- session ---- */

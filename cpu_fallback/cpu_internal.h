@@ -9,21 +9,46 @@
 
 #include "cpu_fallback/thread_pool.h"
 #include "ir/backend.h"
+#include "loader/dtype.h"
 
-/* The vectorised inner loops (cpu_simd.c), one variant per instruction set. */
+/* The vectorised inner loops (cpu_simd.c: a portable baseline; cpu_simd_avx2.c: AVX2 + FMA +
+ * F16C), one variant per instruction set. Every variant sums a dot product in one fixed order:
+ * its `acc` lanes take consecutive elements round-robin and are reduced in a fixed tree. A row's
+ * result therefore never depends on the thread count, and dot[type](x, w) equals
+ * gemv(x, dequant[type](w)) bit for bit, so decode (which reads stored weights directly) and
+ * prefill (which dequantizes tiles) give the same numbers for the same row. */
+typedef void (*rlx_cpu_dot_fn)(float *restrict y, const float *restrict x, const uint8_t *restrict w,
+                               size_t row_bytes, int64_t rows, int64_t n);
+typedef void (*rlx_cpu_dequant_fn)(float *restrict y, const uint8_t *restrict w, int64_t n);
+
 typedef struct rlx_cpu_simd {
     const char *name;
-    /* y[r] = sum_c x[c] * m[r * stride + c] for r < rows, c < n; each sum in a fixed order
-     * (bitwise reproducible on one machine) */
+    /* y[r] = sum_c x[c] * m[r * stride + c] for r < rows, c < n */
     void (*gemv)(float *restrict y, const float *restrict x, const float *restrict m, int64_t stride, int64_t rows,
                  int64_t n);
     /* y[c] += sum_r w[r] * m[r * stride + c] for c < n, rows added in order */
     void (*gemv_t)(float *restrict y, const float *restrict w, const float *restrict m, int64_t stride, int64_t rows,
                    int64_t n);
+    /* Per stored type, NULL where the variant has no kernel (callers then use rlx_dequantize):
+     * dot: y[r] = x . row r of w, rows of n elements row_bytes apart, weights decoded in registers;
+     * dequant: n elements of one row to f32, bit-identical to rlx_dequantize. */
+    rlx_cpu_dot_fn dot[RLX_DTYPE_COUNT];
+    rlx_cpu_dequant_fn dequant[RLX_DTYPE_COUNT];
 } rlx_cpu_simd;
 
-/* The best variant this CPU runs. */
+/* The best variant this CPU runs, or the one $RLX_CPU_SIMD names ("base", "avx2") if it runs. */
 const rlx_cpu_simd *rlx_cpu_simd_select(void);
+/* Writes every variant this CPU runs, baseline first and best last (at most RLX_CPU_SIMD_MAX), to
+ * out; returns how many. */
+#define RLX_CPU_SIMD_MAX 2
+int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RLX_CPU_HAVE_AVX2 1
+extern const rlx_cpu_simd rlx_cpu_simd_avx2; /* cpu_simd_avx2.c: needs AVX2, FMA and F16C */
+#else
+#define RLX_CPU_HAVE_AVX2 0
+#endif
 
 typedef struct rlx_cpu_backend {
     rlx_backend base;
@@ -107,9 +132,10 @@ static inline int64_t cpu_valid_rows(const rlx_cpu_exec *ex, const rlx_cpu_node 
     return cpu_valid_outer(ex, n) * cpu_inner(n) / cpu_last_dim(n);
 }
 
-/* Runs fn over [0, n_items) on the pool when `work` (roughly, multiply-adds) is worth the
- * hand-off, else on the calling thread. */
-void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t chunk, double work, rlx_pool_fn fn,
+/* Runs fn over [0, n_items) in chunks of a multiple of min_chunk items, on as many threads as
+ * `work` (roughly, multiply-adds) is worth: one per WORK_PER_THREAD (cpu_backend.c), at most
+ * the backend's count, so a small op is not handed to threads that would only wait for it. */
+void rlx_cpu_parallel(const rlx_cpu_exec *ex, int64_t n_items, int64_t min_chunk, double work, rlx_pool_fn fn,
                       void *ctx);
 
 /* A matrix operand: rows of `cols` elements of `dtype`, row_bytes apart. */
