@@ -687,8 +687,8 @@ static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i) {
     int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
     int64_t dv = node(p, i)->info.shape.dim[2], d = ((dh > dv ? dh : dv) + 63) / 64 * 64;
     if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return 0;
-    uint64_t v_block = 32 * ((uint64_t)d + 8), qk_chunks = 32 * 64 + 32 * 32; /* floats, as in the shader */
-    uint64_t bytes = ((v_block > qk_chunks ? v_block : qk_chunks) + 32 * 64 + 64) * 4;
+    /* floats, as in the shader: Q rows, two P blocks, partial maxima, rescale factors, sums, maxima */
+    uint64_t bytes = (32 * ((uint64_t)d + 4) + 2 * 32 * 40 + 8 * 32 + 2 * 32 + 8 * 32 + 2 * 32) * 4;
     return bytes <= p->b->dev->caps->max_shared ? (uint32_t)d : 0;
 }
 
@@ -698,7 +698,8 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
     vk_range bind[4];
     for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
-    uint32_t spec[3] = {256, d, !p->b->dev->caps->is_cpu}; /* PF: prefetch on GPUs */
+    bool vec = q->info.shape.dim[2] % 4 == 0 && n->info.shape.dim[2] % 4 == 0;
+    uint32_t spec[3] = {256, d, vec}; /* VEC: rows of 4-float multiples, read as vec4 */
     uint32_t push[9] = {(uint32_t)rows,
                         (uint32_t)heads,
                         (uint32_t)k->info.shape.dim[1],
@@ -709,7 +710,7 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
                         f32_bits(n->info.attrs.scale),
                         n->tok ? 1u : 0u};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, 7u, 8u, push, sizeof push,
-                   ceil_div(rows, 64) * heads);
+                   ceil_div(rows, 32) * heads);
 }
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split), at least as

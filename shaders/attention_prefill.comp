@@ -1,28 +1,41 @@
 #version 450
-// ATTENTION (ir/ops.def) for many query rows (prefill): a tiled flash attention. A workgroup takes 64
-// query rows of one head and walks the keys they can see in blocks of 32 with an online softmax:
-//   1. scores S = Q K^T of the block, 4 rows x 2 keys per invocation, the head dimension staged in
-//      chunks of 32 (Q and K transposed in shared memory, so each step reads a vec4 of Q);
-//   2. masking (causal: key j visible to the query at p = n_past + i when j <= p, within the
-//      window, below the T keys bound), then per row the running max, the rescale factor of what
-//      came before and the row sum, one invocation per row, while the others stage the V block;
-//   3. O = O * rescale + P V, 4 rows x (D / 16) output dims per invocation from shared memory.
-// With spec PF (GPUs), the global loads of the next Q/K chunk (or of the V block) are issued before
-// the multiplies of the current one, so that their latency overlaps the math even with one
-// workgroup per SM. CPU devices (lavapipe) load right before storing: there every value live
-// across a barrier is saved and restored by a coroutine switch, which costs more than it hides.
-// Blocks wholly outside the causal window of the 64 rows are skipped. GQA: head h reads kv head
-// h / (H / H_kv). Padding rows (and rows that see no key) are 0. Everything is f32.
-// Spec D: the head sizes Dh, Dv rounded up to a multiple of 64 (at most 256); PF: prefetch; WG 256.
+// ATTENTION (ir/ops.def) for many query rows (prefill): a tiled flash attention in f32. A workgroup
+// takes 32 query rows of one head; its two halves of 128 invocations walk alternate blocks of 32
+// keys (a split of the key range inside the workgroup: each half keeps its own running max, sums
+// and output, merged at the end), so that the longest rows of a causal prefill are two walks of
+// half the length. Per block, in each half:
+//   1. scores S = Q K^T, 4 rows x 2 keys per invocation: Q from shared memory (staged once, rows
+//      padded so that the 8 rows a subgroup reads sit on distinct banks), K straight from the
+//      buffer as vec4 (the 8 invocations of a key ask for the same address: one request; each
+//      quad of the block is read once per half), then masking (causal: key j is visible to the
+//      query at p = n_past + i when j <= p, within the window, below the T keys bound) and
+//      scaling into the P block in shared memory;
+//   2. softmax statistics: 4 invocations per row, 8 keys each (partial maxima through shared
+//      memory, partial sums kept apart until the end): the running max, the rescale factor of what
+//      came before, exp(s - max) written back over the scores;
+//   3. O = O * rescale + P V, 4 rows x (D / 16) output dims per invocation, V straight from the
+//      buffer as vec4.
+// No staging of K and V: with the loads issued straight from the loops, the compiler can keep
+// several in flight, and the three barriers per block stay the only ones. The loops over the head
+// dims and keys are left for the compiler to unroll (unrolled in the source, lavapipe spent most
+// of a minute compiling the variants).
+// Blocks wholly outside the causal window of the 32 rows are skipped; keys past the last visible
+// one read as 0 (unwritten cache rows may hold any bits). GQA: head h reads kv head h / (H / H_kv).
+// Padding rows (and rows that see no key) are 0.
+// Spec D: the head sizes Dh, Dv rounded up to a multiple of 64 (at most 256); VEC: Dh and Dv are
+// multiples of 4 (rows of q, k, v and out start 16-byte aligned: vec4 access); WG 256.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 1) const uint D = 128;
-layout(constant_id = 2) const uint PF = 1;
+layout(constant_id = 2) const uint VEC = 1;
 
 layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
+layout(set = 1, binding = 0) readonly buffer Q4 { vec4 q4[]; };
 layout(set = 1, binding = 1) readonly buffer K { float k[]; };
+layout(set = 1, binding = 1) readonly buffer K4 { vec4 k4[]; };
 layout(set = 1, binding = 2) readonly buffer V { float v[]; };
+layout(set = 1, binding = 2) readonly buffer V4 { vec4 v4[]; };
 layout(set = 1, binding = 3) writeonly buffer O { float o[]; };
 
 layout(push_constant) uniform Push {
@@ -37,61 +50,64 @@ layout(push_constant) uniform Push {
     uint tok;
 } p;
 
-#define BQ 64u  // query rows per workgroup
-#define BKV 32u // keys per block
-#define DC 32u  // head dims per staged Q/K chunk
-const uint NG = D / 64u;         // vec4 groups of output dims per invocation
-const uint VSTR = D + 8u;        // V row stride: 8 apart keeps the 4 keys a subgroup stages on distinct banks
-const uint QS = 0u;              // phase 1: Q chunk [DC][BQ]
-const uint KS = DC * BQ;         //          K chunk [DC][BKV]
-const uint VS = 0u;              // phase 3: V block [BKV][VSTR], over the Q/K chunks
-const uint A_SIZE = BKV * VSTR > KS + DC * BKV ? BKV * VSTR : KS + DC * BKV;
-const uint PS = A_SIZE;          // P block, key-major [BKV][BQ]
-const uint CR = PS + BKV * BQ;   // per row: the rescale factor, at the end 1 / row sum
-shared vec4 sm4[(CR + BQ) / 4u];
+#define BQ 32u   // query rows per workgroup
+#define BKV 32u  // keys per block
+#define HALF 128u
+const uint NQ = D / 64u;     // vec4 groups of output dims per invocation
+const uint QSTR = D + 4u;    // Q row stride: 4 banks apart
+const uint PSTR = BQ + 8u;   // P key stride: the 4 keys a subgroup writes sit 8 banks apart
+const uint QS = 0u;          // Q [BQ][QSTR]; at the end the second half's output
+const uint PS = QS + BQ * QSTR; // P blocks [2][BKV][PSTR], key-major
+const uint PM = PS + 2u * BKV * PSTR; // partial maxima [2][4][BQ]
+const uint CR = PM + 8u * BQ;        // rescale factors [2][BQ]
+const uint LS = CR + 2u * BQ;        // at the end: partial sums [2][4][BQ]
+const uint MS = LS + 8u * BQ;        //             running maxima [2][BQ]
+shared vec4 sm4[(MS + 2u * BQ) / 4u];
 
 float sm(uint i) { return sm4[i >> 2][i & 3u]; }
 void sm_set(uint i, float x) { sm4[i >> 2][i & 3u] = x; }
 
-// This workgroup and its staging registers.
-uint t, h, kvh, i0, valid, hi;
-float rq[8], rk[4], rv[32]; // the next Q/K chunk, the next V block (D / 8 values)
+uint h, kvh, hi;
 
-// Q rows t / 4, dims (t % 4) * 8 ..; K key t / 8, dims (t % 8) * 4 ..; zeros past the data.
-void load_qk(uint j0, uint d0) {
-    uint i = i0 + (t >> 2), dq = d0 + (t & 3u) * 8u, j = j0 + (t >> 3), dk = d0 + (t & 7u) * 4u;
-    [[unroll]] for (uint c = 0u; c < 8u; c++)
-        rq[c] = i < valid && dq + c < p.dh ? q[(i * p.heads + h) * p.dh + dq + c] : 0.0;
+// Dims d0 .. d0 + 3 of a row starting at element `base` of a buffer of rows of n floats (n % 4 == 0
+// under VEC); zeros past n. vec4 views start at the same 16-byte aligned binding offset.
+vec4 q_quad(uint base, uint d0) {
+    if (VEC != 0u) return d0 < p.dh ? q4[(base + d0) >> 2] : vec4(0.0);
+    vec4 r;
+    [[unroll]] for (uint c = 0u; c < 4u; c++) r[c] = d0 + c < p.dh ? q[base + d0 + c] : 0.0;
+    return r;
+}
+
+// Key j's dims d0 .. d0 + 3; zeros past the last visible key.
+vec4 k_quad(uint j, uint d0) {
+    if (j > hi) return vec4(0.0);
+    uint base = (j * p.kv_heads + kvh) * p.dh;
+    if (VEC != 0u) return d0 < p.dh ? k4[(base + d0) >> 2] : vec4(0.0);
+    vec4 r;
+    [[unroll]] for (uint c = 0u; c < 4u; c++) r[c] = d0 + c < p.dh ? k[base + d0 + c] : 0.0;
+    return r;
+}
+
+vec4 v_quad(uint j, uint d0) {
+    if (j > hi) return vec4(0.0);
+    uint base = (j * p.kv_heads + kvh) * p.dv;
+    if (VEC != 0u) return d0 < p.dv ? v4[(base + d0) >> 2] : vec4(0.0);
+    vec4 r;
+    [[unroll]] for (uint c = 0u; c < 4u; c++) r[c] = d0 + c < p.dv ? v[base + d0 + c] : 0.0;
+    return r;
+}
+
+void store_out(uint row, uint d0, vec4 x) {
     [[unroll]] for (uint c = 0u; c < 4u; c++)
-        rk[c] = j <= hi && dk + c < p.dh ? k[(j * p.kv_heads + kvh) * p.dh + dk + c] : 0.0;
-}
-
-void store_qk() {
-    uint r = t >> 2, dq = (t & 3u) * 8u, jj = t >> 3, dk = (t & 7u) * 4u;
-    [[unroll]] for (uint c = 0u; c < 8u; c++) sm_set(QS + (dq + c) * BQ + r, rq[c]);
-    [[unroll]] for (uint c = 0u; c < 4u; c++) sm_set(KS + (dk + c) * BKV + jj, rk[c]);
-}
-
-// V key t / 8, dims t % 8 + 8 u; keys past hi may be unwritten cache rows: zeros, not their bits.
-void load_v(uint j0) {
-    uint j = j0 + (t >> 3);
-    [[unroll]] for (uint u = 0u; u < D / 8u; u++) {
-        uint d = (t & 7u) + 8u * u;
-        rv[u] = j <= hi && d < p.dv ? v[(j * p.kv_heads + kvh) * p.dv + d] : 0.0;
-    }
-}
-
-void store_v() {
-    [[unroll]] for (uint u = 0u; u < D / 8u; u++) sm_set(VS + (t >> 3) * VSTR + (t & 7u) + 8u * u, rv[u]);
+        if (d0 + c < p.dv) o[(row * p.heads + h) * p.dv + d0 + c] = x[c];
 }
 
 void main() {
-    t = gl_LocalInvocationID.x;
+    uint t = gl_LocalInvocationID.x, half_ = t / HALF, u = t % HALF;
     uint gid = group_id(), blocks = (p.rows + BQ - 1u) / BQ;
     h = gid % p.heads;
-    i0 = (blocks - 1u - gid / p.heads) * BQ; // the longest rows first
-    valid = valid_rows(p.rows, p.tok);
-    uint rg = t >> 4, kc = t & 15u, dc = t & 15u; // phase 1: rows rg*4.., keys kc*2..; phase 3: dims dc*4..
+    uint i0 = (blocks - 1u - gid / p.heads) * BQ; // the longest rows first
+    uint valid = valid_rows(p.rows, p.tok);
     if (i0 >= valid || p.t == 0u) {
         for (uint e = t; e < BQ * p.dv; e += WG) {
             uint i = i0 + e / p.dv;
@@ -104,81 +120,111 @@ void main() {
     uint pos0 = rlx.n_past + i0, pos_last = rlx.n_past + last;
     hi = min(pos_last, p.t - 1u);
     uint lo = (p.window > 0u && pos0 + 1u > p.window) ? pos0 + 1u - p.window : 0u;
-    float m = -1.0 / 0.0, l = 0.0; // invocation t < BQ: the running max and sum of row i0 + t
-    vec4 acc[4][4];
+    uint first = lo / BKV * BKV, n_blocks = (hi - first) / BKV + 1u;
+
+    // Q rows i0 .. i0 + 31, zeros past the valid rows and past Dh
+    for (uint e = t; e < BQ * (D / 4u); e += WG) {
+        uint r = e / (D / 4u), d0 = (e % (D / 4u)) * 4u;
+        vec4 x = i0 + r < valid ? q_quad(((i0 + r) * p.heads + h) * p.dh, d0) : vec4(0.0);
+        sm4[(QS + r * QSTR + d0) >> 2] = x;
+    }
+
+    // phase 1: rows rg + 8 i, keys kg and kg + 16; phase 2: row sr, keys 8 sp ..; phase 3: rows
+    // 4 rg .. + 3, dims 64 g + 4 dc ..
+    uint rg = u % 8u, kg = u / 8u, sr = u % BQ, sp = u / BQ, dc = u / 8u;
+    uint ps = PS + half_ * BKV * PSTR;
+    float m = -1.0 / 0.0, l = 0.0; // row sr: the running max, the sum over keys 8 sp .. of each block
+    vec4 acc[4][NQ];
     [[unroll]] for (uint i = 0u; i < 4u; i++)
-        [[unroll]] for (uint g = 0u; g < 4u; g++) acc[i][g] = vec4(0.0);
-    uint chunks = (p.dh + DC - 1u) / DC;
-    if (PF != 0u) load_qk(lo / BKV * BKV, 0u);
-    for (uint j0 = lo / BKV * BKV; j0 <= hi; j0 += BKV) {
+        [[unroll]] for (uint g = 0u; g < NQ; g++) acc[i][g] = vec4(0.0);
+    uint iters = (n_blocks + 1u) / 2u;
+    for (uint it = 0u; it < iters; it++) {
+        uint j0 = first + (2u * it + half_) * BKV;
+        bool live = j0 <= hi; // uniform in each half
+        barrier(); // Q staged; the last block's P and rescale factors read
         // 1. scores
-        float s[4][2] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
-        for (uint c = 0u; c < chunks; c++) {
-            barrier(); // the previous readers of this space are done
-            if (PF == 0u) load_qk(j0, c * DC);
-            store_qk();
-            barrier();
-            if (PF != 0u && c + 1u < chunks) load_qk(j0, (c + 1u) * DC);
-            if (PF != 0u && c + 1u == chunks) load_v(j0);
-            for (uint d = 0u; d < DC; d++) {
-                vec4 qv = sm4[(QS + d * BQ + rg * 4u) >> 2];
-                float k0 = sm(KS + d * BKV + kc * 2u), k1 = sm(KS + d * BKV + kc * 2u + 1u);
+        if (live) {
+            float s[4][2] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
+            for (uint d0 = 0u; d0 < p.dh; d0 += 4u) {
+                vec4 ka = k_quad(j0 + kg, d0), kb = k_quad(j0 + kg + 16u, d0);
                 [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                    s[i][0] += qv[i] * k0;
-                    s[i][1] += qv[i] * k1;
+                    vec4 qv = sm4[(QS + (rg + 8u * i) * QSTR + d0) >> 2];
+                    [[unroll]] for (uint c = 0u; c < 4u; c++) { // one fma chain per score
+                        s[i][0] += qv[c] * ka[c];
+                        s[i][1] += qv[c] * kb[c];
+                    }
+                }
+            }
+            [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                uint row = rg + 8u * i, pos = rlx.n_past + i0 + row;
+                [[unroll]] for (uint c = 0u; c < 2u; c++) {
+                    uint j = j0 + kg + 16u * c;
+                    bool seen = i0 + row < valid && j <= min(pos, p.t - 1u) && (p.window == 0u || pos - j < p.window);
+                    sm_set(ps + (kg + 16u * c) * PSTR + row, seen ? s[i][c] * p.scale : -1.0 / 0.0);
                 }
             }
         }
-        [[unroll]] for (uint i = 0u; i < 4u; i++) {
-            uint row = rg * 4u + i, pos = rlx.n_past + i0 + row;
-            [[unroll]] for (uint c = 0u; c < 2u; c++) {
-                uint j = j0 + kc * 2u + c;
-                bool seen = i0 + row < valid && j <= min(pos, p.t - 1u) && (p.window == 0u || pos - j < p.window);
-                sm_set(PS + (kc * 2u + c) * BQ + row, seen ? s[i][c] * p.scale : -1.0 / 0.0);
-            }
+        barrier();
+        // 2. softmax statistics
+        float part = -1.0 / 0.0;
+        if (live) {
+            [[unroll]] for (uint j = 0u; j < 8u; j++) part = max(part, sm(ps + (8u * sp + j) * PSTR + sr));
+            sm_set(PM + (half_ * 4u + sp) * BQ + sr, part);
         }
-        barrier(); // scores published; Q/K chunks free
-        // 2. softmax statistics (one invocation per row) while everyone stages V
-        if (t < BQ) {
+        barrier();
+        if (live) {
             float mx = m;
-            for (uint j = 0u; j < BKV; j++) mx = max(mx, sm(PS + j * BQ + t));
+            [[unroll]] for (uint c = 0u; c < 4u; c++) mx = max(mx, sm(PM + (half_ * 4u + c) * BQ + sr));
             float corr = mx == -1.0 / 0.0 ? 1.0 : exp(m - mx), sum = 0.0;
-            for (uint j = 0u; j < BKV; j++) {
-                float e = mx == -1.0 / 0.0 ? 0.0 : exp(sm(PS + j * BQ + t) - mx);
-                sm_set(PS + j * BQ + t, e);
+            [[unroll]] for (uint j = 0u; j < 8u; j++) {
+                uint at = ps + (8u * sp + j) * PSTR + sr;
+                float e = mx == -1.0 / 0.0 ? 0.0 : exp(sm(at) - mx);
+                sm_set(at, e);
                 sum += e;
             }
             l = l * corr + sum;
             m = mx;
-            sm_set(CR + t, corr);
+            if (sp == 0u) sm_set(CR + half_ * BQ + sr, corr);
         }
-        if (PF == 0u) load_v(j0);
-        store_v();
         barrier();
-        if (PF != 0u && j0 + BKV <= hi) load_qk(j0 + BKV, 0u);
         // 3. O = O * corr + P V
-        vec4 corr = sm4[(CR + rg * 4u) >> 2];
-        [[unroll]] for (uint i = 0u; i < 4u; i++)
-            [[unroll]] for (uint g = 0u; g < NG; g++) acc[i][g] *= corr[i];
-        for (uint j = 0u; j < BKV; j++) {
-            vec4 pv = sm4[(PS + j * BQ + rg * 4u) >> 2];
-            [[unroll]] for (uint g = 0u; g < NG; g++) {
-                vec4 vv = sm4[(VS + j * VSTR + g * 64u + dc * 4u) >> 2];
-                [[unroll]] for (uint i = 0u; i < 4u; i++) acc[i][g] += pv[i] * vv;
+        if (live) {
+            vec4 corr = sm4[(CR + half_ * BQ + rg * 4u) >> 2];
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                [[unroll]] for (uint g = 0u; g < NQ; g++) acc[i][g] *= corr[i];
+            for (uint j = 0u; j < BKV; j++) {
+                vec4 pv = sm4[(ps + j * PSTR + rg * 4u) >> 2];
+                [[unroll]] for (uint g = 0u; g < NQ; g++) {
+                    vec4 vv = v_quad(j0 + j, g * 64u + dc * 4u);
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) acc[i][g] += pv[i] * vv;
+                }
             }
         }
     }
+
+    // merge the halves: the second one's output over Q, both halves' maxima and partial sums
     barrier();
-    if (t < BQ) sm_set(CR + t, l > 0.0 ? 1.0 / l : 0.0);
+    sm_set(LS + (half_ * 4u + sp) * BQ + sr, l);
+    if (sp == 0u) sm_set(MS + half_ * BQ + sr, m);
+    if (half_ == 1u)
+        [[unroll]] for (uint i = 0u; i < 4u; i++)
+            [[unroll]] for (uint g = 0u; g < NQ; g++) sm4[(QS + (rg * 4u + i) * QSTR + g * 64u + dc * 4u) >> 2] = acc[i][g];
     barrier();
-    vec4 inv = sm4[(CR + rg * 4u) >> 2];
+    if (half_ == 1u) return;
     [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        uint row = i0 + rg * 4u + i;
+        uint r = rg * 4u + i, row = i0 + r;
         if (row >= p.rows) continue;
-        [[unroll]] for (uint g = 0u; g < NG; g++)
-            [[unroll]] for (uint c = 0u; c < 4u; c++) {
-                uint d = g * 64u + dc * 4u + c;
-                if (d < p.dv) o[(row * p.heads + h) * p.dv + d] = row < valid ? acc[i][g][c] * inv[i] : 0.0;
-            }
+        float m0 = sm(MS + r), m1 = sm(MS + BQ + r), mx = max(m0, m1), l0 = 0.0, l1 = 0.0;
+        [[unroll]] for (uint c = 0u; c < 4u; c++) {
+            l0 += sm(LS + c * BQ + r);
+            l1 += sm(LS + (4u + c) * BQ + r);
+        }
+        float f0 = m0 == -1.0 / 0.0 ? 0.0 : exp(m0 - mx), f1 = m1 == -1.0 / 0.0 ? 0.0 : exp(m1 - mx);
+        float sum = l0 * f0 + l1 * f1, inv = row < valid && sum > 0.0 ? 1.0 / sum : 0.0;
+        [[unroll]] for (uint g = 0u; g < NQ; g++) {
+            uint d0 = g * 64u + dc * 4u;
+            vec4 other = sm4[(QS + r * QSTR + d0) >> 2];
+            store_out(row, d0, (acc[i][g] * f0 + other * f1) * inv);
+        }
     }
 }

@@ -311,10 +311,10 @@ static void test_split_weights(void) {
 
 /* ---- ATTENTION ---- */
 
-/* shaders/attention_prefill.comp's shared memory for head size d (runtime/vk_lower.c). */
+/* shaders/attention_prefill.comp's shared memory for head sizes dh, dv (runtime/vk_lower.c). */
 static uint32_t prefill_shared(int64_t dh, int64_t dv) {
-    int64_t d = ((dh > dv ? dh : dv) + 63) / 64 * 64, v_block = 32 * (d + 8), qk = 32 * 64 + 32 * 32;
-    return (uint32_t)(((v_block > qk ? v_block : qk) + 32 * 64 + 64) * 4);
+    int64_t d = ((dh > dv ? dh : dv) + 63) / 64 * 64;
+    return (uint32_t)((32 * (d + 4) + 2 * 32 * 40 + 8 * 32 + 2 * 32 + 8 * 32 + 2 * 32) * 4);
 }
 
 static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
@@ -361,7 +361,9 @@ static void test_attention(void) {
     attention_direct(65, 4, 2, 64, 64, 20, 60);
     attention_direct(127, 2, 2, 96, 64, 0, 127);
     attention_direct(16, 2, 1, 5, 7, 0, 16);
-    attention_direct(40, 2, 2, 256, 256, 0, 40); /* D 256: 42 KiB of shared memory, where the device has it */
+    attention_direct(40, 2, 2, 256, 256, 0, 40); /* D 256: 45 KiB of shared memory, where the device has it */
+    attention_direct(300, 4, 2, 128, 128, 0, 300); /* 10 key blocks: the last ones of the first half alone */
+    attention_direct(200, 2, 1, 64, 64, 70, 190);  /* a window over several blocks */
     step chunked[] = {{0, 40}, {40, 25}, {200, 40}, {280, 40}};
     attention_cached(40, 320, 4, 2, 64, 0, chunked, 4);
     attention_cached(40, 320, 4, 2, 64, 50, chunked, 4);
