@@ -195,12 +195,19 @@ void mv_q4_k() {
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 h = hd[j * R + r], w = qs[j * R + r];
                     vec2 dm = unpackHalf2x16(h.x), s0 = k4_scale(h.yzw, 2u * sub), s1 = k4_scale(h.yzw, 2u * sub + 1u);
-                    float ql = 0.0, qh = 0.0;
+                    // Each nibble is masked where it lies (byte b of w or w >> 16, low or high half)
+                    // and turned into the float q * 2^(0, 4, 8, 12): one logic operation and one
+                    // add per value, no shift or byte extraction; the sums of each power of two are
+                    // kept apart (lanes of ql / qh) and scaled back once.
+                    vec4 ql = vec4(0.0), qh = vec4(0.0);
                     [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                        ql += dot(bytes4(w[i] & 0x0f0f0f0fu, 0.0), xl[i]);
-                        qh += dot(bytes4((w[i] >> 4) & 0x0f0f0f0fu, 0.0), xh[i]);
+                        uint a = w[i], b = w[i] >> 16;
+                        ql += vec4(qf(a & 0xfu, 0.0), qf(a & 0xf00u, 0.0), qf(b & 0xfu, 0.0), qf(b & 0xf00u, 0.0)) * xl[i];
+                        qh += vec4(qf(a & 0xf0u, 0.0), qf(a & 0xf000u, 0.0), qf(b & 0xf0u, 0.0), qf(b & 0xf000u, 0.0)) * xh[i];
                     }
-                    acc[r * NX + c] += dm.x * (s0.x * ql + s1.x * qh) - dm.y * (s0.y * sum_lo + s1.y * sum_hi);
+                    float sl = ql.x + ql.z + (ql.y + ql.w) * (1.0 / 256.0);
+                    float sh = (qh.x + qh.z) * (1.0 / 16.0) + (qh.y + qh.w) * (1.0 / 4096.0);
+                    acc[r * NX + c] += dm.x * (s0.x * sl + s1.x * sh) - dm.y * (s0.y * sum_lo + s1.y * sum_hi);
                 }
             }
         }
@@ -213,6 +220,14 @@ void mv_q4_k() {
 // d * scales[8n + 2t + l / 16]. Unit 32 blk + 16n + l / 2 holds l and l + 1 (l even) of half n for
 // all t: 8 values from three 16-bit fields (which never straddle a word), the half's 8 scale bytes
 // (three words, funnel-shifted) and d. The 32 units of a block are neighbours.
+
+// The bytes of w (6-bit values q) as q - 32 for bytes 0 and 2 and 256 (q - 32) for bytes 1 and 3,
+// each masked where it lies in w or w >> 16: one logic operation and one add per value (x of the
+// odd bytes comes scaled by 1 / 256).
+vec4 q6_pair(uint w) {
+    uint h = w >> 16;
+    return vec4(qf(w & 0x3fu, 32.0), qf(w & 0x3f00u, 8192.0), qf(h & 0x3fu, 32.0), qf(h & 0x3f00u, 8192.0));
+}
 
 void mv_q6_k() {
     uint n = p.k / 8u;
@@ -236,7 +251,7 @@ void mv_q6_k() {
                 vec2 xt[4]; // x of values l, l + 1 for each t
                 [[unroll]] for (uint t = 0u; t < 4u; t++) {
                     vec4 v = xv[xrow[c] + x0 + 8u * t];
-                    xt[t] = (l & 2u) != 0u ? v.zw : v.xy;
+                    xt[t] = ((l & 2u) != 0u ? v.zw : v.xy) * vec2(1.0, 1.0 / 256.0); // see q6_pair
                 }
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 w = qa[j * R + r];
@@ -246,7 +261,7 @@ void mv_q6_k() {
                     // bytes: (t0, l), (t0, l+1), (t1, l), (t1, l+1) and the same for t2, t3
                     uint q01 = (lo & 0x0f0f0f0fu) | (((qh << 4) | (qh << 18)) & 0x30303030u);
                     uint q23 = ((lo >> 4) & 0x0f0f0f0fu) | ((qh | (qh << 14)) & 0x30303030u);
-                    vec4 v01 = bytes4(q01, 32.0), v23 = bytes4(q23, 32.0);
+                    vec4 v01 = q6_pair(q01), v23 = q6_pair(q23);
                     // scales 8n + l/16 + {0, 2} in bytes 0 and 2 of s0, + {4, 6} in s1; int8 v as v ^ 0x80
                     uint g = (l >> 4) * 8u;
                     uint s0 = (funnel(s.x, s.y, ssh) >> g) ^ 0x00800080u, s1 = (funnel(s.y, s.z, ssh) >> g) ^ 0x00800080u;
