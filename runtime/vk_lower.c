@@ -15,7 +15,7 @@
 #define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
 #define ATTN_SPLIT_KEYS 64      /* keys per attention split: two chunks */
 #define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
-#define ATTN_SPLIT_MAX_ROWS 4   /* more query rows than this fill the device without splits */
+#define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
 #define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
 #define ATTN_CHUNK 32           /* shaders/attention.comp CH: keys per chunk */
 #define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
