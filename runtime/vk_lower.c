@@ -475,7 +475,7 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
     case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
     case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
     case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
-    case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 8 : 0;
+    case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
     default: return 0;
     }
 }

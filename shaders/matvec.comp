@@ -40,6 +40,7 @@ layout(constant_id = 5) const uint T = 64; // threads per group
 
 layout(set = 1, binding = 0) readonly buffer X { vec4 xv[]; }; // rows of k floats, k % 4 == 0
 layout(set = 1, binding = 1) readonly buffer Wt { uvec4 wq[]; };
+layout(set = 1, binding = 1) readonly buffer Wt1 { uint wu[]; }; // the same weights, for word loads
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
 
@@ -60,7 +61,7 @@ layout(push_constant) uniform Push {
 const uint RN = R * NX; // sums per thread
 const uint G = WG / T;
 // Units per thread and trip: two give each thread 2R independent loads of 16 bytes (or 8R words);
-// a Q6_K unit already issues 7 words per row.
+// a Q6_K unit already issues 10 words per row.
 const uint UNR = W_TYPE == T_Q6_K ? 1u : 2u;
 
 shared float red[(WG / 4u) * RN]; // [subgroup][sum]
@@ -70,7 +71,7 @@ uint wrow[R];  // byte address of each weight row (clamped to the last row)
 uint xrow[NX]; // vec4 index of each x row (clamped to the last valid row)
 uint lane;     // thread number within the group
 
-uint word(uint i) { return wq[i >> 2][i & 3u]; }
+uint word(uint i) { return wu[i]; }
 
 // q - bias as a float, exactly, for an integer 0 <= q < 2^23.
 float qf(uint q, float bias) { return uintBitsToFloat(q | 0x4B000000u) - (8388608.0 + bias); }
@@ -217,58 +218,58 @@ void mv_q4_k() {
 // ---- Q6_K (block_q6_K: uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d; 210 bytes) ----
 // Value 128n + 32t + l (n < 2, t < 4, l < 32) is the low (t < 2) or high nibble of
 // ql[64n + 32(t & 1) + l] plus 16 times bits 2t, 2t + 1 of qh[32n + l], minus 32, times
-// d * scales[8n + 2t + l / 16]. Unit 32 blk + 16n + l / 2 holds l and l + 1 (l even) of half n for
-// all t: 8 values from three 16-bit fields (which never straddle a word), the half's 8 scale bytes
-// (three words, funnel-shifted) and d. The 32 units of a block are neighbours.
+// d * scales[8n + 2t + l / 16]. Unit 16 blk + 8n + j holds l = 4j .. 4j + 3 of half n for all t:
+// 16 values from three 4-byte fields (ql[64n + 4j], ql[64n + 32 + 4j], qh[32n + 4j]), their four
+// scales (bytes j / 4 + 2t of the half's 8) and d, so that the field, scale and address work is
+// shared by 16 values (the decode, not the read, bounds Q6_K). A block starts 2 bytes off word
+// alignment when its offset is, and then so does every field: each is read as two words,
+// funnel-shifted by the same amount. The 16 units of a half are neighbours.
 
 // The bytes of w (6-bit values q) as q - 32 for bytes 0 and 2 and 256 (q - 32) for bytes 1 and 3,
 // each masked where it lies in w or w >> 16: one logic operation and one add per value (x of the
 // odd bytes comes scaled by 1 / 256).
-vec4 q6_pair(uint w) {
+vec4 q6_vals(uint w) {
     uint h = w >> 16;
     return vec4(qf(w & 0x3fu, 32.0), qf(w & 0x3f00u, 8192.0), qf(h & 0x3fu, 32.0), qf(h & 0x3f00u, 8192.0));
 }
 
 void mv_q6_k() {
-    uint n = p.k / 8u;
+    uint n = p.k / 16u;
     for (uint u0 = lane; u0 < n; u0 += T * UNR) {
-        uvec4 qa[UNR * R]; // words of ql[l], ql[32 + l], qh[l], d
-        uvec3 qb[UNR * R]; // the words of the half's scales
+        uvec4 qa[UNR * R]; // the word pairs of ql[64n + 4j] and ql[64n + 32 + 4j]
+        uvec4 qb[UNR * R]; // the word pair of qh[32n + 4j], the first two words of the half's scales
+        uvec2 qc[UNR * R]; // the third word of the scales, the word of d
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
-            uint u = min(u0 + j * T, n - 1u), half_n = (u >> 4) & 1u, l = (u & 15u) * 2u;
+            uint u = min(u0 + j * T, n - 1u), half_n = (u >> 3) & 1u;
             [[unroll]] for (uint r = 0u; r < R; r++) {
-                uint b = wrow[r] + (u >> 5) * 210u, ql = b + 64u * half_n + l, s = (b + 192u + 8u * half_n) >> 2;
-                qa[j * R + r] =
-                    uvec4(word(ql >> 2), word((ql + 32u) >> 2), word((b + 128u + 32u * half_n + l) >> 2), word((b + 208u) >> 2));
-                qb[j * R + r] = uvec3(word(s), word(s + 1u), word(s + 2u));
+                uint wb = (wrow[r] + (u >> 4) * 210u) >> 2, i = wb + 16u * half_n + (u & 7u);
+                uint h = wb + 32u + 8u * half_n + (u & 7u), s = wb + 48u + 2u * half_n;
+                qa[j * R + r] = uvec4(word(i), word(i + 1u), word(i + 8u), word(i + 9u));
+                qb[j * R + r] = uvec4(word(h), word(h + 1u), word(s), word(s + 1u));
+                qc[j * R + r] = uvec2(word(s + 2u), word(wb + 52u));
             }
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = u0 + j * T;
             if (u >= n) break;
-            uint half_n = (u >> 4) & 1u, l = (u & 15u) * 2u, x0 = (u >> 5) * 64u + half_n * 32u + (l >> 2);
+            uint half_n = (u >> 3) & 1u, g = ((u & 7u) >> 2) * 8u, x0 = (u >> 4) * 64u + half_n * 32u + (u & 7u);
             [[unroll]] for (uint c = 0u; c < NX; c++) {
-                vec2 xt[4]; // x of values l, l + 1 for each t
-                [[unroll]] for (uint t = 0u; t < 4u; t++) {
-                    vec4 v = xv[xrow[c] + x0 + 8u * t];
-                    xt[t] = ((l & 2u) != 0u ? v.zw : v.xy) * vec2(1.0, 1.0 / 256.0); // see q6_pair
-                }
+                vec4 xs[4]; // x of l = 4j .. 4j + 3 for each t, see q6_vals
+                [[unroll]] for (uint t = 0u; t < 4u; t++) xs[t] = xv[xrow[c] + x0 + 8u * t] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
                 [[unroll]] for (uint r = 0u; r < R; r++) {
-                    uvec4 w = qa[j * R + r];
-                    uvec3 s = qb[j * R + r];
-                    uint b = wrow[r] + (u >> 5) * 210u, qsh = ((b + l) & 2u) * 8u, ssh = (b & 2u) * 8u;
-                    uint lo = ((w.x >> qsh) & 0xffffu) | (((w.y >> qsh) & 0xffffu) << 16), qh = (w.z >> qsh) & 0xffffu;
-                    // bytes: (t0, l), (t0, l+1), (t1, l), (t1, l+1) and the same for t2, t3
-                    uint q01 = (lo & 0x0f0f0f0fu) | (((qh << 4) | (qh << 18)) & 0x30303030u);
-                    uint q23 = ((lo >> 4) & 0x0f0f0f0fu) | ((qh | (qh << 14)) & 0x30303030u);
-                    vec4 v01 = q6_pair(q01), v23 = q6_pair(q23);
-                    // scales 8n + l/16 + {0, 2} in bytes 0 and 2 of s0, + {4, 6} in s1; int8 v as v ^ 0x80
-                    uint g = (l >> 4) * 8u;
-                    uint s0 = (funnel(s.x, s.y, ssh) >> g) ^ 0x00800080u, s1 = (funnel(s.y, s.z, ssh) >> g) ^ 0x00800080u;
+                    uvec4 a = qa[j * R + r], b = qb[j * R + r];
+                    uvec2 e = qc[j * R + r];
+                    uint sh = ((wrow[r] + (u >> 4) * 210u) & 2u) * 8u;
+                    uint lo0 = funnel(a.x, a.y, sh), lo1 = funnel(a.z, a.w, sh), qh = funnel(b.x, b.y, sh);
+                    vec4 dots = vec4(dot(q6_vals((lo0 & 0x0f0f0f0fu) | ((qh << 4) & 0x30303030u)), xs[0]),
+                                     dot(q6_vals((lo1 & 0x0f0f0f0fu) | ((qh << 2) & 0x30303030u)), xs[1]),
+                                     dot(q6_vals(((lo0 >> 4) & 0x0f0f0f0fu) | (qh & 0x30303030u)), xs[2]),
+                                     dot(q6_vals(((lo1 >> 4) & 0x0f0f0f0fu) | ((qh >> 2) & 0x30303030u)), xs[3]));
+                    // scales j/4 + {0, 2} in bytes 0 and 2 of s0, + {4, 6} in s1; int8 v as v ^ 0x80
+                    uint s0 = (funnel(b.z, b.w, sh) >> g) ^ 0x00800080u, s1 = (funnel(b.w, e.x, sh) >> g) ^ 0x00800080u;
                     vec4 sc = vec4(qf(s0 & 0xffu, 128.0), qf((s0 >> 16) & 0xffu, 128.0), qf(s1 & 0xffu, 128.0),
                                    qf((s1 >> 16) & 0xffu, 128.0));
-                    vec4 dots = vec4(dot(v01.xy, xt[0]), dot(v01.zw, xt[1]), dot(v23.xy, xt[2]), dot(v23.zw, xt[3]));
-                    acc[r * NX + c] += unpackHalf2x16(w.w >> ssh).x * dot(sc, dots);
+                    acc[r * NX + c] += unpackHalf2x16(e.y >> sh).x * dot(sc, dots);
                 }
             }
         }
