@@ -468,13 +468,13 @@ typedef struct matvec_plan {
 /* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
  * for a type or row length it has no path for. */
 static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
-    *unroll = type == RLX_DTYPE_Q6_K ? 1 : 2;
+    *unroll = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K ? 1 : 2;
     switch (type) {
     case RLX_DTYPE_F32: return k % 4 == 0 ? k / 4 : 0;
     case RLX_DTYPE_F16:
     case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
     case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
-    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
+    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 64 : 0;
     case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
     default: return 0;
     }

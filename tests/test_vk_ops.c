@@ -336,7 +336,7 @@ static void test_MATMUL(void) {
         uint32_t type;
         int64_t k_short, k_long;
     } fast[] = {{RLX_DTYPE_F32, 148, 600},   {RLX_DTYPE_F16, 296, 1200},  {RLX_DTYPE_BF16, 296, 1200},
-                {RLX_DTYPE_Q8_0, 224, 1184}, {RLX_DTYPE_Q4_K, 768, 4352}, {RLX_DTYPE_Q6_K, 256, 768}};
+                {RLX_DTYPE_Q8_0, 224, 1184}, {RLX_DTYPE_Q4_K, 768, 4352}, {RLX_DTYPE_Q6_K, 256, 1280}};
     for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
         matvec_case(fast[i].type, fast[i].k_short, 130, 1, 1);
         matvec_case(fast[i].type, fast[i].k_short, 19, 7, 5);
