@@ -1,6 +1,10 @@
 /* The CPU reference backend: sessions (borrowed weights + an f32 KV cache), compile (verify, bind
  * weights and caches, plan buffers: cpu_plan.c) and run (one kernel per node, in node order). */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,15 +336,24 @@ static const rlx_backend_ops cpu_ops = {
     .destroy = backend_destroy,
 };
 
+/* Every online core, but no more than the process may run on (a cpuset or taskset), since more
+ * threads than cores only take turns and wait for each other at every op. */
+static int default_threads(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cores)
+        cores = CPU_COUNT(&set);
+#endif
+    return cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores;
+}
+
 rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out) {
     if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: out is NULL");
     if (n_threads < 0 || n_threads > 1024)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: n_threads %d, expected 0 (online cores) .. 1024",
                           n_threads);
-    if (n_threads == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores;
-    }
+    if (n_threads == 0) n_threads = default_threads();
     rlx_cpu_backend *b = calloc(1, sizeof *b);
     if (!b) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cpu backend: cannot allocate");
     b->base.ops = &cpu_ops;
