@@ -36,16 +36,18 @@ typedef struct rlx_cpu_simd {
     rlx_cpu_dequant_fn dequant[RLX_DTYPE_COUNT];
 } rlx_cpu_simd;
 
-/* The best variant this CPU runs, or the one $RLX_CPU_SIMD names ("base", "avx2") if it runs. */
+/* The best variant this CPU runs, or the one $RLX_CPU_SIMD names ("base", "avx2", "avx512") if it
+ * runs. */
 const rlx_cpu_simd *rlx_cpu_simd_select(void);
 /* Writes every variant this CPU runs, baseline first and best last (at most RLX_CPU_SIMD_MAX), to
  * out; returns how many. */
-#define RLX_CPU_SIMD_MAX 2
+#define RLX_CPU_SIMD_MAX 3
 int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RLX_CPU_HAVE_AVX2 1
-extern const rlx_cpu_simd rlx_cpu_simd_avx2; /* cpu_simd_avx2.c: needs AVX2, FMA and F16C */
+extern const rlx_cpu_simd rlx_cpu_simd_avx2;   /* cpu_simd_avx2.c: needs AVX2, FMA and F16C */
+extern const rlx_cpu_simd rlx_cpu_simd_avx512; /* cpu_simd_avx512.c: needs those and AVX-512F */
 #else
 #define RLX_CPU_HAVE_AVX2 0
 #endif

@@ -341,8 +341,10 @@ int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]) {
     unsigned eax, ebx, ecx, edx;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-        (ecx & bit_F16C))
+        (ecx & bit_F16C)) {
         out[n++] = &rlx_cpu_simd_avx2;
+        if (__builtin_cpu_supports("avx512f")) out[n++] = &rlx_cpu_simd_avx512;
+    }
 #endif
     return n;
 }

@@ -11,9 +11,7 @@
 #include "cpu_fallback/cpu_internal.h"
 
 #if RLX_CPU_HAVE_AVX2
-#include <immintrin.h>
-#include <string.h>
-
+#include "cpu_fallback/cpu_simd_x86.h"
 #include "loader/half.h"
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
@@ -65,20 +63,10 @@ INLINE __m256 bf16x8(const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
 }
 
-INLINE float f16_at(const uint8_t *p) { return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8))); }
-
-INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
-
-/* The low 8 bytes of q as 8 floats, read as unsigned or signed. */
+/* The low 8 bytes of q as 8 floats, read as unsigned or signed, and the high 8 bytes. */
 INLINE __m256 cvt_u8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)); }
 INLINE __m256 cvt_s8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
-/* The high 8 bytes. */
 INLINE __m128i high8(__m128i q) { return _mm_srli_si128(q, 8); }
-
-/* Bytes' bits [shift, shift + width), mask = 2^width - 1. */
-INLINE __m128i bits8(__m128i q, int shift, int mask) {
-    return _mm_and_si128(_mm_srli_epi16(q, shift), _mm_set1_epi8((char)mask));
-}
 
 /* ---- rows of plain types ---- */
 
@@ -104,7 +92,7 @@ TARGET static float dot_f16(const float *restrict x, const uint8_t *restrict w, 
     }
     for (; k + 8 <= n; k += 8) a.s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), f16x8(w + 2 * k), a.s0);
     float s = acc_sum(&a);
-    for (; k < n; k++) s += x[k] * f16_at(w + 2 * k);
+    for (; k < n; k++) s += x[k] * x86_f16_at(w + 2 * k);
     return s;
 }
 
@@ -139,7 +127,7 @@ TARGET static void rows_bf16(float *restrict y, const float *restrict x, const u
 TARGET static void dequant_f16(float *restrict y, const uint8_t *restrict w, int64_t n) {
     int64_t k = 0;
     for (; k + 8 <= n; k += 8) _mm256_storeu_ps(y + k, f16x8(w + 2 * k));
-    for (; k < n; k++) y[k] = f16_at(w + 2 * k);
+    for (; k < n; k++) y[k] = x86_f16_at(w + 2 * k);
 }
 
 TARGET static void dequant_bf16(float *restrict y, const uint8_t *restrict w, int64_t n) {
@@ -148,111 +136,77 @@ TARGET static void dequant_bf16(float *restrict y, const uint8_t *restrict w, in
     for (; k < n; k++) y[k] = rlx_bf16_to_f32((uint16_t)(w[2 * k] | (w[2 * k + 1] << 8)));
 }
 
-/* ---- blocks (layouts and arithmetic: loader/dequant.c) ---- */
+/* ---- blocks (cpu_simd_x86.h decodes the quants) ---- */
 
-/* block_q8_0 (34 bytes): half d; int8 qs[32]. x = q * d */
-INLINE void block_q8_0(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
-    const __m256 d = _mm256_set1_ps(f16_at(b));
-    const __m128i q0 = load16(b + 2), q1 = load16(b + 18);
-    put32(a, x, y, e, _mm256_mul_ps(cvt_s8(q0), d), _mm256_mul_ps(cvt_s8(high8(q0)), d),
-          _mm256_mul_ps(cvt_s8(q1), d), _mm256_mul_ps(cvt_s8(high8(q1)), d));
+/* 32 quants as 16 + 16 signed bytes, times d0 (quants 0..15) and d1 (16..31): Q8_0, Q4_0, Q6_K. */
+INLINE void put_scaled(acc8 *a, const float *x, float *y, int64_t e, __m128i q0, __m128i q1, __m256 d0, __m256 d1) {
+    put32(a, x, y, e, _mm256_mul_ps(d0, cvt_s8(q0)), _mm256_mul_ps(d0, cvt_s8(high8(q0))),
+          _mm256_mul_ps(d1, cvt_s8(q1)), _mm256_mul_ps(d1, cvt_s8(high8(q1))));
 }
 
-/* block_q4_0 (18 bytes): half d; uint8 qs[16]. x = (q - 8) * d, quant j in the low nibble of
- * qs[j], quant j+16 in the high one */
-INLINE void block_q4_0(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
-    const __m256 d = _mm256_set1_ps(f16_at(b));
-    const __m128i q = load16(b + 2), eight = _mm_set1_epi8(8);
-    const __m128i lo = _mm_sub_epi8(bits8(q, 0, 0x0f), eight), hi = _mm_sub_epi8(bits8(q, 4, 0x0f), eight);
-    put32(a, x, y, e, _mm256_mul_ps(cvt_s8(lo), d), _mm256_mul_ps(cvt_s8(high8(lo)), d),
-          _mm256_mul_ps(cvt_s8(hi), d), _mm256_mul_ps(cvt_s8(high8(hi)), d));
-}
-
-/* Q4_K/Q5_K's packed 6-bit (scale, min) pair j (loader/dequant.c: kquant_scale_min). */
-INLINE void scale_min_k4(const uint8_t *s, int j, float d, float dmin, float *dl, float *ml) {
-    uint8_t sc, m;
-    if (j < 4) {
-        sc = s[j] & 63;
-        m = s[j + 4] & 63;
-    } else {
-        sc = (uint8_t)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
-        m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-    }
-    *dl = d * (float)sc;
-    *ml = dmin * (float)m;
-}
-
-/* One group of 32 of a Q4_K/Q5_K block, quants 0..15 in q0 and 16..31 in q1: dl * q - ml. */
-INLINE void group_k4(acc8 *a, const float *x, float *y, int64_t e, __m128i q0, __m128i q1,
-                                   float dl, float ml) {
-    const __m256 d = _mm256_set1_ps(dl), m = _mm256_set1_ps(ml);
+/* 32 quants as 16 + 16 unsigned bytes, as d * q - m: Q4_K, Q5_K. */
+INLINE void put_affine(acc8 *a, const float *x, float *y, int64_t e, __m128i q0, __m128i q1, __m256 d, __m256 m) {
     put32(a, x, y, e, _mm256_sub_ps(_mm256_mul_ps(d, cvt_u8(q0)), m),
           _mm256_sub_ps(_mm256_mul_ps(d, cvt_u8(high8(q0))), m), _mm256_sub_ps(_mm256_mul_ps(d, cvt_u8(q1)), m),
           _mm256_sub_ps(_mm256_mul_ps(d, cvt_u8(high8(q1))), m));
 }
 
-/* block_q4_K (144 bytes): half d, dmin; uint8 scales[12]; uint8 qs[128]; group 2k takes the low
- * nibbles of qs[32k..32k+31], group 2k+1 the high ones. */
+/* block_q8_0 (34 bytes): half d; int8 qs[32]; x = q * d */
+INLINE void block_q8_0(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
+    const __m256 d = _mm256_set1_ps(x86_f16_at(b));
+    put_scaled(a, x, y, e, x86_load16(b + 2), x86_load16(b + 18), d, d);
+}
+
+INLINE void block_q4_0(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
+    const __m256 d = _mm256_set1_ps(x86_f16_at(b));
+    __m128i q0, q1;
+    x86_q4_0_quants(b, &q0, &q1);
+    put_scaled(a, x, y, e, q0, q1, d, d);
+}
+
+/* The loops below are unrolled where a bit position depends on the group, so that every shift
+ * is an immediate. dl, ml: the block's scales and mins (x86_scales_k4). */
+INLINE void group_k(acc8 *a, const float *x, float *y, int64_t e, const uint8_t *b, int g, bool q5, __m256 dl,
+                    __m256 ml) {
+    __m128i q0, q1;
+    if (q5) x86_q5_k_quants(b, g, &q0, &q1);
+    else x86_q4_k_quants(b, g, &q0, &q1);
+    put_affine(a, x, y, e + 32 * g, q0, q1, x86_lane(dl, g), x86_lane(ml, g));
+}
+
 INLINE void block_q4_k(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
-    const float d = f16_at(b), dmin = f16_at(b + 2);
+    __m256 dl, ml;
+    x86_scales_k4(b + 4, x86_f16_at(b), x86_f16_at(b + 2), &dl, &ml);
     for (int k = 0; k < 4; k++) {
-        const __m128i q0 = load16(b + 16 + 32 * k), q1 = load16(b + 32 + 32 * k);
-        float dl, ml;
-        scale_min_k4(b + 4, 2 * k, d, dmin, &dl, &ml);
-        group_k4(a, x, y, e + 64 * k, bits8(q0, 0, 0x0f), bits8(q1, 0, 0x0f), dl, ml);
-        scale_min_k4(b + 4, 2 * k + 1, d, dmin, &dl, &ml);
-        group_k4(a, x, y, e + 64 * k + 32, bits8(q0, 4, 0x0f), bits8(q1, 4, 0x0f), dl, ml);
+        group_k(a, x, y, e, b, 2 * k, false, dl, ml);
+        group_k(a, x, y, e, b, 2 * k + 1, false, dl, ml);
     }
 }
 
-/* block_q5_K (176 bytes): half d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; as Q4_K
- * plus 16 where bit g of qh[l] is set. */
 INLINE void block_q5_k(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
-    const float d = f16_at(b), dmin = f16_at(b + 2);
-    const __m128i h0 = load16(b + 16), h1 = load16(b + 32);
+    __m256 dl, ml;
+    x86_scales_k4(b + 4, x86_f16_at(b), x86_f16_at(b + 2), &dl, &ml);
     for (int k = 0; k < 4; k++) {
-        const __m128i q0 = load16(b + 48 + 32 * k), q1 = load16(b + 64 + 32 * k);
-        for (int half = 0; half < 2; half++) {
-            int g = 2 * k + half;
-            float dl, ml;
-            scale_min_k4(b + 4, g, d, dmin, &dl, &ml);
-            __m128i l0 = _mm_or_si128(bits8(q0, 4 * half, 0x0f), _mm_slli_epi16(bits8(h0, g, 1), 4));
-            __m128i l1 = _mm_or_si128(bits8(q1, 4 * half, 0x0f), _mm_slli_epi16(bits8(h1, g, 1), 4));
-            group_k4(a, x, y, e + 32 * g, l0, l1, dl, ml);
-        }
+        group_k(a, x, y, e, b, 2 * k, true, dl, ml);
+        group_k(a, x, y, e, b, 2 * k + 1, true, dl, ml);
     }
 }
 
-/* One group of 32 of a Q6_K half: low 4 bits from lo0/lo1 (quants 0..15 / 16..31), high 2 from
- * bits `shift` of h0/h1; x = ds * (q - 32), ds0 for quants 0..15 and ds1 for 16..31. */
-INLINE void group_q6(acc8 *a, const float *x, float *y, int64_t e, __m128i lo0, __m128i lo1, __m128i h0,
-                                   __m128i h1, int shift, float ds0, float ds1) {
-    const __m128i c32 = _mm_set1_epi8(32);
-    __m128i q0 = _mm_sub_epi8(_mm_or_si128(lo0, _mm_slli_epi16(bits8(h0, shift, 3), 4)), c32);
-    __m128i q1 = _mm_sub_epi8(_mm_or_si128(lo1, _mm_slli_epi16(bits8(h1, shift, 3), 4)), c32);
-    const __m256 d0 = _mm256_set1_ps(ds0), d1 = _mm256_set1_ps(ds1);
-    put32(a, x, y, e, _mm256_mul_ps(d0, cvt_s8(q0)), _mm256_mul_ps(d0, cvt_s8(high8(q0))),
-          _mm256_mul_ps(d1, cvt_s8(q1)), _mm256_mul_ps(d1, cvt_s8(high8(q1))));
+/* ds: the scales (times d) of half h (x86_scales_q6). */
+INLINE void group_q6(acc8 *a, const float *x, float *y, int64_t e, const uint8_t *b, int h, int g, __m256 ds) {
+    __m128i q0, q1;
+    x86_q6_k_quants(b, h, g, &q0, &q1);
+    put_scaled(a, x, y, e + 128 * h + 32 * g, q0, q1, x86_lane(ds, 2 * g), x86_lane(ds, 2 * g + 1));
 }
 
-/* block_q6_K (210 bytes): uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d.
- * x = (d*scale) * (q - 32); in each 128-element half, element l + 32g takes the low (g < 2) or
- * high nibble of ql[l + 32*(g%2)] and bits 2g of qh[l]; scale index 2g + l/16. */
 INLINE void block_q6_k(const uint8_t *b, const float *x, float *y, int64_t e, acc8 *a) {
-    const float d = f16_at(b + 208);
-    for (int half = 0; half < 2; half++) {
-        const uint8_t *ql = b + 64 * half, *qh = b + 128 + 32 * half;
-        const int8_t *sc = (const int8_t *)(const void *)(b + 192 + 8 * half);
-        const __m128i a0 = load16(ql), a1 = load16(ql + 16), b0 = load16(ql + 32), b1 = load16(ql + 48);
-        const __m128i h0 = load16(qh), h1 = load16(qh + 16);
-        int64_t o = e + 128 * half;
-        group_q6(a, x, y, o, bits8(a0, 0, 0x0f), bits8(a1, 0, 0x0f), h0, h1, 0, d * (float)sc[0], d * (float)sc[1]);
-        group_q6(a, x, y, o + 32, bits8(b0, 0, 0x0f), bits8(b1, 0, 0x0f), h0, h1, 2, d * (float)sc[2],
-                 d * (float)sc[3]);
-        group_q6(a, x, y, o + 64, bits8(a0, 4, 0x0f), bits8(a1, 4, 0x0f), h0, h1, 4, d * (float)sc[4],
-                 d * (float)sc[5]);
-        group_q6(a, x, y, o + 96, bits8(b0, 4, 0x0f), bits8(b1, 4, 0x0f), h0, h1, 6, d * (float)sc[6],
-                 d * (float)sc[7]);
+    __m256 ds[2];
+    x86_scales_q6(b, x86_f16_at(b + 208), &ds[0], &ds[1]);
+    for (int h = 0; h < 2; h++) {
+        group_q6(a, x, y, e, b, h, 0, ds[h]);
+        group_q6(a, x, y, e, b, h, 1, ds[h]);
+        group_q6(a, x, y, e, b, h, 2, ds[h]);
+        group_q6(a, x, y, e, b, h, 3, ds[h]);
     }
 }
 

@@ -1,5 +1,5 @@
 /* The CPU backend's SIMD kernels (cpu_fallback/cpu_simd*.c) and thread pool, on every variant this
- * CPU runs (the portable baseline always; AVX2+FMA+F16C where present).
+ * CPU runs (the portable baseline always; AVX2+FMA+F16C and AVX-512F where present).
  *
  * Truths and where they come from:
  *   - dequant[type] of random blocks equals loader/dequant's rlx_dequantize bit for bit (itself
