@@ -34,7 +34,18 @@ typedef struct rlx_cpu_simd {
      * dequant: n elements of one row to f32, bit-identical to rlx_dequantize. */
     rlx_cpu_dot_fn dot[RLX_DTYPE_COUNT];
     rlx_cpu_dequant_fn dequant[RLX_DTYPE_COUNT];
+    /* Rows shorter than min_row elements run on `narrow` instead (NULL: no such variant): wide
+     * vectors pay for a longer reduction and, on some CPUs, a lower clock, which short rows do
+     * not earn back. The choice depends on the row length only, so every path and thread count
+     * of one op still computes the same bits. */
+    int64_t min_row;
+    const struct rlx_cpu_simd *narrow;
 } rlx_cpu_simd;
+
+/* The variant that computes rows of n elements. */
+static inline const rlx_cpu_simd *rlx_cpu_simd_for(const rlx_cpu_simd *s, int64_t n) {
+    return s->narrow && n < s->min_row ? s->narrow : s;
+}
 
 /* The best variant this CPU runs, or the one $RLX_CPU_SIMD names ("base", "avx2", "avx512") if it
  * runs. */
@@ -47,7 +58,7 @@ int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RLX_CPU_HAVE_AVX2 1
 extern const rlx_cpu_simd rlx_cpu_simd_avx2;   /* cpu_simd_avx2.c: needs AVX2, FMA and F16C */
-extern const rlx_cpu_simd rlx_cpu_simd_avx512; /* cpu_simd_avx512.c: needs those and AVX-512F */
+extern const rlx_cpu_simd rlx_cpu_simd_avx512; /* cpu_simd_avx512.c: needs those and AVX-512 F/BW/VL */
 #else
 #define RLX_CPU_HAVE_AVX2 0
 #endif

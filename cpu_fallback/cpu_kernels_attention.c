@@ -37,7 +37,8 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
     const attention_job *j = ctx;
     float *scores = cpu_scratch(j->ex, tid), *acc = scores + j->t_len;
     int64_t group = j->n_head / j->n_head_kv;
-    const rlx_cpu_simd *simd = j->ex->simd;
+    const rlx_cpu_simd *scores_simd = rlx_cpu_simd_for(j->ex->simd, j->dk);
+    const rlx_cpu_simd *sum_simd = rlx_cpu_simd_for(j->ex->simd, j->dv);
     for (int64_t item = begin; item < end; item++) {
         int64_t row = item / j->n_head, h = item % j->n_head, hk = h / group;
         int64_t pos = (int64_t)j->ex->n_past + row;
@@ -50,7 +51,7 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
             continue;
         }
         int64_t kv_stride = j->n_head_kv * j->dk, n_keys = hi - lo + 1;
-        simd->gemv(scores, q, j->k + (lo * j->n_head_kv + hk) * j->dk, kv_stride, n_keys, j->dk);
+        scores_simd->gemv(scores, q, j->k + (lo * j->n_head_kv + hk) * j->dk, kv_stride, n_keys, j->dk);
         float mx = -INFINITY;
         for (int64_t t = 0; t < n_keys; t++) {
             scores[t] *= j->scale;
@@ -65,7 +66,7 @@ static void attention_task(void *ctx, int64_t begin, int64_t end, int tid) {
             sum += scores[t];
         }
         memset(acc, 0, (size_t)j->dv * sizeof(float));
-        simd->gemv_t(acc, scores, j->v + (lo * j->n_head_kv + hk) * j->dv, j->n_head_kv * j->dv, n_keys, j->dv);
+        sum_simd->gemv_t(acc, scores, j->v + (lo * j->n_head_kv + hk) * j->dv, j->n_head_kv * j->dv, n_keys, j->dv);
         float inv = (float)(1.0 / sum);
         for (int64_t d = 0; d < j->dv; d++) out[d] = acc[d] * inv;
     }

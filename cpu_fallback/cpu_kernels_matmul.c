@@ -53,6 +53,7 @@ typedef struct matmul_job {
     const rlx_cpu_matrix *w;
     float *y;
     int64_t tile;
+    const rlx_cpu_simd *simd;   /* the variant for w's row length */
     rlx_cpu_dot_fn dot;         /* direct path: the variant's kernel for w's type */
     rlx_cpu_dequant_fn dequant; /* tile path: the variant's dequantization, or NULL (rlx_dequantize) */
 } matmul_job;
@@ -68,7 +69,8 @@ static void direct_task(void *ctx, int64_t m0, int64_t m1, int tid) {
     }
     /* each weight row stays in L1 while every row of x reads it */
     for (int64_t m = m0; m < m1; m++, rows += w->row_bytes)
-        for (int64_t i = 0; i < j->n; i++) j->dot(j->y + i * w->rows + m, j->x + i * w->cols, rows, w->row_bytes, 1, w->cols);
+        for (int64_t i = 0; i < j->n; i++)
+            j->dot(j->y + i * w->rows + m, j->x + i * w->cols, rows, w->row_bytes, 1, w->cols);
 }
 
 static void tile_task(void *ctx, int64_t m0, int64_t m1, int tid) {
@@ -89,13 +91,13 @@ static void tile_task(void *ctx, int64_t m0, int64_t m1, int tid) {
             }
             rows = scratch;
         }
-        for (int64_t i = 0; i < j->n; i++) j->ex->simd->gemv(j->y + i * m_total + mb, j->x + i * k, rows, k, mt, k);
+        for (int64_t i = 0; i < j->n; i++) j->simd->gemv(j->y + i * m_total + mb, j->x + i * k, rows, k, mt, k);
     }
 }
 
 void rlx_cpu_matmul(const rlx_cpu_exec *ex, const float *x, int64_t n, const rlx_cpu_matrix *w, float *y) {
-    const rlx_cpu_simd *simd = ex->simd;
-    matmul_job j = {.ex = ex, .x = x, .n = n, .w = w, .y = y, .tile = tile_rows(w->cols),
+    const rlx_cpu_simd *simd = rlx_cpu_simd_for(ex->simd, w->cols);
+    matmul_job j = {.ex = ex, .x = x, .n = n, .w = w, .y = y, .tile = tile_rows(w->cols), .simd = simd,
                     .dot = simd->dot[w->dtype], .dequant = simd->dequant[w->dtype]};
     if (j.dot && n <= direct_max_rows(w->dtype)) {
         rlx_cpu_parallel(ex, w->rows, 1, (double)w->rows * (double)w->cols * (double)n, direct_task, &j);

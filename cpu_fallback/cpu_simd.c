@@ -265,18 +265,20 @@ INLINE void block_q6_k(const uint8_t *b, const float *x, float *y, acc *a) {
 }
 
 /* The dot and dequant entries of a block type, from its block function. */
-#define BLOCK_KERNELS(name, elems, bytes)                                                                          \
-    static void rows_##name(float *restrict y, const float *restrict x, const uint8_t *restrict w, size_t row_bytes, \
-                            int64_t rows, int64_t n) {                                                              \
-        for (int64_t r = 0; r < rows; r++) {                                                                        \
-            const uint8_t *b = w + (size_t)r * row_bytes;                                                           \
-            acc a = {0};                                                                                            \
-            for (int64_t i = 0; i < n / (elems); i++) block_##name(b + (size_t)i * (bytes), x + i * (elems), NULL, &a); \
-            y[r] = acc_sum(&a);                                                                                     \
-        }                                                                                                           \
-    }                                                                                                               \
-    static void dequant_##name(float *restrict y, const uint8_t *restrict w, int64_t n) {                          \
-        for (int64_t i = 0; i < n / (elems); i++) block_##name(w + (size_t)i * (bytes), NULL, y + i * (elems), NULL); \
+#define BLOCK_KERNELS(name, elems, bytes)                                                           \
+    static void rows_##name(float *restrict y, const float *restrict x, const uint8_t *restrict w,  \
+                        size_t row_bytes, int64_t rows, int64_t n) {                                \
+        for (int64_t r = 0; r < rows; r++) {                                                        \
+            const uint8_t *b = w + (size_t)r * row_bytes;                                           \
+            acc a = {0};                                                                            \
+            for (int64_t i = 0; i < n / (elems); i++)                                               \
+                block_##name(b + (size_t)i * (bytes), x + i * (elems), NULL, &a);                   \
+            y[r] = acc_sum(&a);                                                                     \
+        }                                                                                           \
+    }                                                                                               \
+    static void dequant_##name(float *restrict y, const uint8_t *restrict w, int64_t n) {           \
+        for (int64_t i = 0; i < n / (elems); i++)                                                   \
+            block_##name(w + (size_t)i * (bytes), NULL, y + i * (elems), NULL);                     \
     }
 
 BLOCK_KERNELS(q8_0, 32, 34)
@@ -343,7 +345,9 @@ int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
         (ecx & bit_F16C)) {
         out[n++] = &rlx_cpu_simd_avx2;
-        if (__builtin_cpu_supports("avx512f")) out[n++] = &rlx_cpu_simd_avx512;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl"))
+            out[n++] = &rlx_cpu_simd_avx512;
     }
 #endif
     return n;

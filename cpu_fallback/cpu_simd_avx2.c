@@ -37,8 +37,7 @@ INLINE float acc_sum(const acc8 *a) {
 
 /* 32 decoded weights w0..w3 of elements [e, e + 32): stored to y + e when y is set
  * (dequantization), else multiplied with x + e into a (a dot product). */
-INLINE void put32(acc8 *a, const float *x, float *y, int64_t e, __m256 w0, __m256 w1, __m256 w2,
-                                __m256 w3) {
+INLINE void put32(acc8 *a, const float *x, float *y, int64_t e, __m256 w0, __m256 w1, __m256 w2, __m256 w3) {
     if (y) {
         _mm256_storeu_ps(y + e, w0);
         _mm256_storeu_ps(y + e + 8, w1);
@@ -211,18 +210,20 @@ INLINE void block_q6_k(const uint8_t *b, const float *x, float *y, int64_t e, ac
 }
 
 /* The dot and dequant entries of a block type, from its block function. */
-#define BLOCK_KERNELS(name, elems, bytes)                                                                          \
-    TARGET static void rows_##name(float *restrict y, const float *restrict x, const uint8_t *restrict w,         \
-                                   size_t row_bytes, int64_t rows, int64_t n) {                                    \
-        for (int64_t r = 0; r < rows; r++) {                                                                        \
-            const uint8_t *b = w + (size_t)r * row_bytes;                                                           \
-            acc8 a = acc_zero();                                                                                    \
-            for (int64_t i = 0; i < n / (elems); i++) block_##name(b + (size_t)i * (bytes), x, NULL, i * (elems), &a); \
-            y[r] = acc_sum(&a);                                                                                     \
-        }                                                                                                           \
-    }                                                                                                               \
-    TARGET static void dequant_##name(float *restrict y, const uint8_t *restrict w, int64_t n) {                   \
-        for (int64_t i = 0; i < n / (elems); i++) block_##name(w + (size_t)i * (bytes), NULL, y, i * (elems), NULL); \
+#define BLOCK_KERNELS(name, elems, bytes)                                                                  \
+    TARGET static void rows_##name(float *restrict y, const float *restrict x, const uint8_t *restrict w,  \
+                        size_t row_bytes, int64_t rows, int64_t n) {                                       \
+        for (int64_t r = 0; r < rows; r++) {                                                               \
+            const uint8_t *b = w + (size_t)r * row_bytes;                                                  \
+            acc8 a = acc_zero();                                                                           \
+            for (int64_t i = 0; i < n / (elems); i++)                                                      \
+                block_##name(b + (size_t)i * (bytes), x, NULL, i * (elems), &a);                           \
+            y[r] = acc_sum(&a);                                                                            \
+        }                                                                                                  \
+    }                                                                                                      \
+    TARGET static void dequant_##name(float *restrict y, const uint8_t *restrict w, int64_t n) {           \
+        for (int64_t i = 0; i < n / (elems); i++)                                                          \
+            block_##name(w + (size_t)i * (bytes), NULL, y, i * (elems), NULL);                             \
     }
 
 BLOCK_KERNELS(q8_0, 32, 34)
