@@ -107,6 +107,7 @@ void rlx_cpu_matmul(const rlx_cpu_exec *ex, const float *x, int64_t n, const rlx
     double work = (double)w->rows * (double)w->cols * ((double)n + (w->dtype == RLX_DTYPE_F32 ? 0.0 : 4.0));
     rlx_cpu_parallel(ex, w->rows, j.tile, work, tile_task, &j);
 }
+
 rlx_status rlx_cpu_op_MATMUL(const rlx_cpu_exec *ex, rlx_node i) {
     const rlx_cpu_node *n = cpu_node(ex, i);
     rlx_cpu_matrix w = rlx_cpu_matrix_of(ex, i, 1, 0);
