@@ -227,6 +227,18 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
 }
 
+static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i);
+
+/* ATTENTION(ROPE([RMS_NORM](q)), ..) on shaders/attention.comp: the query's norm and RoPE are done
+ * by the attention's own workgroups (a dispatch fewer per layer). Not where the prefill kernel
+ * takes the attention: it reads q as it is. */
+static void fuse_attention_q(rlx_program *p, rlx_node i) {
+    rlx_node r = node(p, i)->info.in[0];
+    if (attention_prefill_d(p, i) || !absorbable(p, r, RLX_OP_ROPE)) return;
+    p->nodes[r].fused_into = i;
+    absorb(p, i, VK_FUSE_ATTN_QROPE, r, RLX_NO_NODE);
+}
+
 void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
@@ -239,8 +251,11 @@ void vk_plan_fusion(rlx_program *p) {
         }
     }
     /* after the others, so that v_partner sees every node's final fused_into */
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        if (!node(p, i)->live) continue;
+        if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
+        if (node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_q(p, i);
+    }
 }
 
 /* ---- preparation ---- */
@@ -412,30 +427,78 @@ static uint32_t rows_per_group(const rlx_program *p) {
 
 /* RLX_VK_COOPMAT (read when a program is compiled): unset or 1 = the cooperative-matrix kernel on
  * devices that have it (operands split in f16 pairs: f32 accuracy), 0 = never, fast = plain f16
- * operands (about 4e-4 relative error: an experiment, not for parity). */
-typedef enum { COOP_OFF, COOP_EXACT, COOP_FAST } coop_mode;
+ * operands (about 4e-4 relative error: an experiment, not for parity), emulate = the same kernel
+ * with its matrix operations done by plain code (shaders/matmul_coop_emu.comp) on any device: slow,
+ * for testing it where there are no cooperative matrices. RLX_VK_COOPMAT_TM=64|128 and
+ * RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth coop_plan_make picks. */
+typedef enum { COOP_OFF, COOP_EXACT, COOP_FAST, COOP_EMULATE } coop_mode;
 
 static coop_mode coopmat_mode(const rlx_program *p) {
-    if (!p->b->dev->caps->coopmat_f16) return COOP_OFF;
     const char *v = getenv("RLX_VK_COOPMAT");
+    if (v && strcmp(v, "emulate") == 0) return COOP_EMULATE;
+    if (!p->b->dev->caps->coopmat_f16) return COOP_OFF;
     if (v && strcmp(v, "0") == 0) return COOP_OFF;
     return v && strcmp(v, "fast") == 0 ? COOP_FAST : COOP_EXACT;
 }
 
-/* shaders/matmul_coop.comp PREC: F16 weights are exact in f16, other types are split too. */
+/* shaders/matmul_coop.glsl PREC: F16 weights are exact in f16, other types are split too. */
 static uint32_t coop_prec(coop_mode mode, uint32_t type) {
     if (mode == COOP_FAST) return 0;
     return type == RLX_DTYPE_F16 ? 1 : 2;
 }
 
-/* Many rows (prefill): 64 x 64 output tiles, on cooperative matrices where the device has them
- * (shaders/matmul_coop.comp), else through shared memory in f32 (shaders/matmul_tiled.comp). */
+#define COOP_TN 64          /* shaders/matmul_coop.glsl TN: weight rows per tile */
+#define COOP_TALL_TILES 512 /* 64 x 64 tiles from which 128-row tiles still give 2+ per SM of an H100 (132) */
+#define COOP_FEW_TILES 264  /* fewer tiles leave an SM of a large GPU one workgroup or none: prefetch deeper */
+
+typedef struct coop_plan {
+    uint32_t tm, bk, depth; /* the kernel's spec TM, BK, DEPTH */
+} coop_plan;
+
+/* Shared memory of shaders/matmul_coop.glsl in bytes: the staged operands or the 64-row result
+ * rounds, whichever is larger, and its flag word. */
+static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
+    uint64_t s = bk / 8 + 1, ops = (tm * (prec >= 1 ? 2 : 1) + COOP_TN * (prec >= 2 ? 2 : 1)) * s;
+    uint64_t outs = 64 * (COOP_TN / 4 + 1);
+    return (ops > outs ? ops : outs) * 16 + 4;
+}
+
+static uint32_t env_choice(const char *name, uint32_t a, uint32_t b, uint32_t fallback) {
+    const char *v = getenv(name);
+    uint32_t x = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+    return x == a || x == b ? x : fallback;
+}
+
+/* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
+ * the multiplies; a prefetch depth of 2 where the grid leaves SMs a single workgroup; k steps of 64
+ * where the operands fit in shared memory, else 32. */
+static coop_plan coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
+    coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
+    plan.tm = env_choice("RLX_VK_COOPMAT_TM", 64, 128, plan.tm);
+    if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
+    plan.depth = env_choice("RLX_VK_COOPMAT_DEPTH", 1, 2, w_tiles * ceil_div(rows, plan.tm) < COOP_FEW_TILES ? 2 : 1);
+    if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
+    return plan;
+}
+
+/* The cooperative kernel runs where its smallest plan fits the device. */
+static bool coop_fits(const rlx_program *p) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    return c->max_wg_invocations >= 256 && coop_shared(64, 32, 2) <= c->max_shared;
+}
+
+/* Many rows (prefill): on cooperative matrices where the device has them (shaders/matmul_coop.comp,
+ * TM x 64 output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
 static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    coop_mode coop = coopmat_mode(p);
-    uint32_t spec[4] = {256, m.type, epi, coop_prec(coop, m.type)};
+    coop_mode coop = coop_fits(p) ? coopmat_mode(p) : COOP_OFF;
+    rlx_vk_kernel kernel = coop == COOP_OFF       ? RLX_VK_KERNEL_matmul_tiled
+                           : coop == COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
+                                                  : RLX_VK_KERNEL_matmul_coop;
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
@@ -448,9 +511,11 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         bind[3] = auxr;
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n)};
-        RLX_TRY(vk_emit(p, &p->run, out_node, coop ? RLX_VK_KERNEL_matmul_coop : RLX_VK_KERNEL_matmul_tiled, spec,
-                        bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u, push, sizeof push,
-                        ceil_div(part_rows, 64) * ceil_div(rows, 64)));
+        uint32_t prec = coop_prec(coop, m.type);
+        coop_plan c = coop != COOP_OFF ? coop_plan_make(p, part_rows, rows, prec) : (coop_plan){64, 64, 1};
+        uint32_t spec[7] = {coop != COOP_OFF ? 4 * c.tm : 256, m.type, epi, prec, c.tm, c.bk, c.depth};
+        RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u, push,
+                        sizeof push, ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm)));
     }
     return NULL;
 }
@@ -715,6 +780,38 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split), at least as
  * wide as Dv (up to wg_row); per-lane shares planned for the snapshot's subgroup size. */
+/* The query rows shaders/attention.comp reads, and what it does to them first: with the query's
+ * RoPE (and its norm) absorbed, the unrotated rows, the norm's weights and eps, the angle steps
+ * (bindings 0, 5, 6; spec QNORM, QROPE; push eps, n_rot); else q itself. */
+typedef struct attention_q {
+    vk_range rows, weights, steps;
+    uint32_t norm, rope, n_rot;
+    float eps;
+} attention_q;
+
+static rlx_status attention_q_of(rlx_program *p, rlx_node i, attention_q *out) {
+    const vk_node *n = node(p, i);
+    rlx_node src = n->info.in[0];
+    *out = (attention_q){.eps = 0.0f};
+    if (n->fuse == VK_FUSE_ATTN_QROPE) {
+        const vk_node *r = node(p, n->fuse_a);
+        out->rope = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
+        out->n_rot = (uint32_t)r->info.attrs.rope.n_rot;
+        src = r->info.in[0];
+        if (r->fuse == VK_FUSE_NORM_ROPE) {
+            const vk_node *nm = node(p, r->fuse_a);
+            out->norm = 1;
+            out->eps = nm->info.attrs.eps;
+            src = nm->info.in[0];
+        }
+    }
+    RLX_TRY(vk_f32_range(p, src, &out->rows));
+    out->weights = out->steps = out->rows;
+    if (out->norm) RLX_TRY(vk_f32_range(p, node(p, node(p, n->fuse_a)->fuse_a)->info.in[1], &out->weights));
+    if (out->rope) out->steps = vk_const_range(p, node(p, n->fuse_a)->const_offset, (VkDeviceSize)out->n_rot / 2 * 8);
+    return NULL;
+}
+
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t prefill_d = attention_prefill_d(p, i);
     if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
@@ -724,21 +821,29 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg = subgroup(p), wg = p->b->wg;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t subgroups = wg / sg ? wg / sg : 1;
-    vk_range bind[5];
-    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
+    attention_q aq;
+    RLX_TRY(attention_q_of(p, i, &aq));
+    vk_range bind[7];
+    bind[0] = aq.rows;
+    for (int s = 1; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
     bind[4] = bind[3];
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    uint32_t spec[7] = {wg,
-                        gw,
-                        splits > 1,
-                        ATTN_CHUNK,
-                        (uint32_t)ceil_div(dh, sg),
-                        (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
-                        (uint32_t)ceil_div(dv, wg)};
-    uint32_t push[10] = {(uint32_t)rows,
+    bind[5] = aq.weights;
+    bind[6] = aq.steps;
+    uint32_t spec[10] = {wg,
+                         gw,
+                         splits > 1,
+                         ATTN_CHUNK,
+                         (uint32_t)ceil_div(dh, sg),
+                         (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
+                         (uint32_t)ceil_div(dv, wg),
+                         aq.norm,
+                         aq.rope,
+                         dh};
+    uint32_t push[12] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
                          dh,
@@ -747,8 +852,11 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
                          (uint32_t)n->info.attrs.window,
                          f32_bits(n->info.attrs.scale),
                          n->tok ? 1u : 0u,
-                         splits};
-    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
+                         splits,
+                         f32_bits(aq.eps),
+                         aq.n_rot};
+    uint32_t reads = 7u | (aq.norm ? 32u : 0u) | (aq.rope ? 64u : 0u);
+    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 7, reads, splits > 1 ? 16u : 8u, push,
                     sizeof push, rows * (heads / gw) * splits));
     if (splits == 1) return NULL;
     vk_range cbind[2] = {bind[4], bind[3]};

@@ -289,8 +289,8 @@ static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32
     tg_free(&t);
 }
 
-/* Whether t's Vulkan program dispatches kernel k. */
-static bool vk_dispatches(tgraph *t, rlx_vk_kernel k) {
+/* How many dispatches of kernel k t's Vulkan program has. */
+static size_t vk_dispatch_count(tgraph *t, rlx_vk_kernel k) {
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     size_t n = 0;
@@ -298,8 +298,11 @@ static bool vk_dispatches(tgraph *t, rlx_vk_kernel k) {
         for (size_t i = 0; i < p->run.n; i++) n += p->run.items[i].pipe->kernel == k;
     if (p) g_vk->ops->program_destroy(p);
     if (s) g_vk->ops->session_destroy(s);
-    return n > 0;
+    return n;
 }
+
+/* Whether t's Vulkan program dispatches kernel k. */
+static bool vk_dispatches(tgraph *t, rlx_vk_kernel k) { return vk_dispatch_count(t, k) > 0; }
 
 /* A matmul that must run on shaders/matvec.comp. */
 static void matvec_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32_t n_tokens) {
@@ -661,8 +664,9 @@ static void test_fusions(void) {
 /* One attention layer as the runners build it: K = rope([rms_norm](x Wk)) goes into the cache
  * through the RoPE kernel (runtime/vk_lower.c fuse_kv), and V's rows ride along in that dispatch
  * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). Checks the
- * attention output and both caches over prefill, decode and padded steps, and that a kv_write
- * copy is dispatched only for a late V. */
+ * attention output and both caches over prefill, decode and padded steps, that a kv_write copy
+ * is dispatched only for a late V, and that Q's norm and RoPE have no dispatch of their own unless
+ * the prefill kernel takes the attention. */
 typedef struct kv_case {
     bool norm, v_late;
     int64_t rows, h, hkv, dh, dv, cap;
@@ -705,9 +709,14 @@ static void kv_fusion_case(const kv_case *c) {
              (long long)c->dh, (long long)c->dv, c->n_rot, c->v_late ? " v late" : "");
     compare(RLX_OP_KV_WRITE, label, &t, steps, 4, true, TOL_F32);
     bool copies = vk_dispatches(&t, RLX_VK_KERNEL_kv_write);
+    bool prefill = vk_dispatches(&t, RLX_VK_KERNEL_attention_prefill);
     T_CHECK(copies == c->v_late, "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
             c->v_late ? "yes (V's own)" : "no (both writes fused)");
-    printf("  %-10s %-44s kv_write dispatched: %s\n", "KV_WRITE", label, copies ? "yes" : "no");
+    size_t preps = vk_dispatch_count(&t, c->norm ? RLX_VK_KERNEL_rms_norm : RLX_VK_KERNEL_rope);
+    T_CHECK(preps == (prefill ? 2u : 1u), "%s: %zu q/k norm or RoPE dispatches, expected %d", label, preps,
+            prefill ? 2 : 1);
+    printf("  %-10s %-44s kv_write dispatched: %s; q/k preparation dispatches: %zu%s\n", "KV_WRITE", label,
+           copies ? "yes" : "no", preps, prefill ? " (prefill attention)" : "");
     tg_free(&t);
 }
 
@@ -741,6 +750,7 @@ static void test_kv_fusions(void) {
         {true, true, 3, 6, 2, 10, 7, 24, 6, 4, RLX_ROPE_LAYOUT_NORMAL},       /* odd sizes, window */
         {false, false, 4, 4, 4, 32, 16, 20, 32, 0, RLX_ROPE_LAYOUT_NORMAL},   /* llama: RoPE alone */
         {false, true, 2, 8, 2, 16, 16, 20, 16, 0, RLX_ROPE_LAYOUT_NEOX},
+        {true, false, 17, 4, 2, 64, 64, 40, 64, 0, RLX_ROPE_LAYOUT_NEOX},    /* prefill rows */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
 }

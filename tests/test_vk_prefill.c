@@ -46,6 +46,7 @@ static rlx_backend *g_cpu, *g_vk;
 static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
 static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
 static int g_coop_cases;  /* cases the cooperative kernel ran */
+static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
 static double g_worst[2]; /* worst NMSE: f32-accurate paths, fast mode */
 
 /* ---- a graph with its weights and inputs (the harness of test_vk_ops.c, cut down) ---- */
@@ -178,6 +179,7 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
     const char *kname = ok ? rlx_vk_kernel_get(want)->name : "?";
     if (ok) T_CHECK(count_kernel(pv, want) > 0, "%s: the program does not dispatch %s", label, kname);
     if (ok && want == RLX_VK_KERNEL_matmul_coop) g_coop_cases++;
+    if (ok && want == RLX_VK_KERNEL_matmul_coop_emu) g_emu_cases++;
     double worst = 0.0;
     for (int s = 0; ok && s < n_steps; s++) {
         void *outs_v[1] = {ov}, *outs_c[1] = {oc};
@@ -187,7 +189,7 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
         double e = nmse_rows(ov, oc, out, steps[s].n_tokens);
         if (e > worst || isnan(e)) worst = e;
     }
-    printf("  %-60s %-17s nmse %.2e (tol %.0e)", label, kname, worst, tol);
+    printf("  %-76s %-17s nmse %.2e (tol %.0e)", label, kname, worst, tol);
     if (ok && ec) {
         double bound_ratio, ratio = check_elements(label, ec, ov, oc, steps[n_steps - 1].n_tokens, &bound_ratio);
         printf(", worst |error|/sum|xw| %.1e (bound %.1e)", ratio, bound_ratio);
@@ -204,23 +206,43 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
     free(oc);
 }
 
-/* A matmul graph run in each RLX_VK_COOPMAT mode the device has; `plain`: its output is x w^T of
- * input 0 and weight 0 (checked element by element). */
+/* A matmul graph run in each RLX_VK_COOPMAT mode the device has, and with `emu` also with the
+ * cooperative kernel's matrix operations emulated (any device: a subset of the cases, as lavapipe
+ * takes seconds to compile each emulated variant); `plain`: its output is x w^T of input 0 and
+ * weight 0 (checked element by element). The cooperative runs, real and emulated, cycle through
+ * the kernel's tile heights and prefetch depths. */
 typedef void (*build_fn)(tgraph *t, const void *arg);
 
-static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain) {
+static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
+                         bool emu) {
     static const struct {
         const char *env, *tag;
-    } modes[] = {{NULL, ""}, {"0", " COOPMAT=0"}, {"fast", " COOPMAT=fast"}};
-    for (int m = 0; m < (g_coop ? 3 : 1); m++) {
+        bool coop_only;
+    } modes[] = {{NULL, "", false}, {"0", " COOPMAT=0", true}, {"fast", " COOPMAT=fast", true},
+                 {"emulate", " COOPMAT=emulate", false}};
+    static int calls, emulated; /* variants: real kernel by call, emulation by emulated run */
+    calls++;
+    for (int m = 0; m < 4; m++) {
+        if ((modes[m].coop_only && !g_coop) || (m == 3 && !emu)) continue;
+        rlx_vk_kernel want = m == 3   ? RLX_VK_KERNEL_matmul_coop_emu
+                             : m == 1 ? RLX_VK_KERNEL_matmul_tiled
+                             : g_coop ? RLX_VK_KERNEL_matmul_coop
+                                      : RLX_VK_KERNEL_matmul_tiled;
+        bool variants = m == 3 || (m == 0 && g_coop);
+        int v = m == 3 ? emulated++ : calls;
+        const char *tm = v % 2 ? "128" : "64", *depth = v / 2 % 2 ? "2" : "1";
         tgraph t;
         tg_init(&t);
         build(&t, arg);
         if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
-        rlx_vk_kernel want = g_coop && m != 1 ? RLX_VK_KERNEL_matmul_coop : RLX_VK_KERNEL_matmul_tiled;
+        if (variants) {
+            setenv("RLX_VK_COOPMAT_TM", tm, 1);
+            setenv("RLX_VK_COOPMAT_DEPTH", depth, 1);
+        }
         const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : m == 2 ? &PREC_F16 : &PREC_PAIRS;
-        char full[96];
-        snprintf(full, sizeof full, "%s%s", label, modes[m].tag);
+        char full[128];
+        snprintf(full, sizeof full, "%s%s%s%s%s%s", label, modes[m].tag, variants ? " TM=" : "", variants ? tm : "",
+                 variants ? " DEPTH=" : "", variants ? depth : "");
         step st = {0, n_tokens};
         elem_check ec = {0};
         if (plain) {
@@ -233,6 +255,8 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         compare(full, &t, &st, 1, want, m == 2 ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
         free(ec.w);
         unsetenv("RLX_VK_COOPMAT");
+        unsetenv("RLX_VK_COOPMAT_TM");
+        unsetenv("RLX_VK_COOPMAT_DEPTH");
         tg_free(&t);
     }
 }
@@ -243,6 +267,7 @@ typedef struct mm_case {
     uint32_t type;
     int64_t k, m, rows;
     float big; /* when > 0: a few x values of this size (past f16's range) */
+    bool emu;  /* also run the cooperative kernel's emulation */
 } mm_case;
 
 static void build_matmul(tgraph *t, const void *arg) {
@@ -256,7 +281,7 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    matmul_modes(label, build_matmul, &c, n_tokens, true);
+    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu);
 }
 
 /* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
@@ -282,18 +307,19 @@ static void test_matmul(void) {
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         int64_t b = rlx_dtype_get(types[i])->block_size;
         /* tails in x rows, weight rows, and k (96 is not a multiple of the 64-wide k steps) */
-        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0}, 61);
+        bool emu = types[i] == RLX_DTYPE_F32 || types[i] == RLX_DTYPE_F16 || types[i] == RLX_DTYPE_Q8_0;
+        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0, emu}, 61);
     }
-    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0}, 130);
-    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0}, 129);
-    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 20, 4e4f}, 20);  /* f16 overflow: the f32 tile */
-    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 20, 4e4f}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false}, 130);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true}, 129);
+    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 20, 4e4f, true}, 20); /* f16 overflow: the f32 tile */
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 20, 4e4f, false}, 20);
     static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
                                         "(h Wu BF16) * gelu(h Wg Q6_K)"};
     for (int v = 0; v < 3; v++) {
         char label[96];
         snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
-        matmul_modes(label, build_fused, &v, 37, false);
+        matmul_modes(label, build_fused, &v, 37, false, v == 1);
     }
 }
 
@@ -304,7 +330,7 @@ static void test_split_weights(void) {
     unsetenv("RLX_VK_MAX_BINDING_BYTES");
     rlx_backend *saved = g_vk;
     g_vk = small;
-    matmul_case((mm_case){RLX_DTYPE_F16, 2048, 100, 20, 0}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F16, 2048, 100, 20, 0, true}, 20);
     g_vk = saved;
     rlx_backend_destroy(small);
 }
@@ -376,7 +402,8 @@ int main(void) {
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
     const rlx_vk_caps *c = rlx_vk_backend_caps(g_vk);
     g_coop = c->coopmat_f16;
-    printf("cooperative-matrix matmul (shaders/matmul_coop.comp): %s\n",
+    printf("cooperative-matrix matmul (shaders/matmul_coop.comp): %s; a subset of the MATMUL cases also runs "
+           "its emulation\n",
            g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
     test_matmul();
     test_split_weights();
@@ -387,6 +414,8 @@ int main(void) {
         printf("SKIPPED in part: %s has no VK_NV_cooperative_matrix 16x16x16 f16 -> f32 on subgroups of 32 "
                "(coopmat %s); the tiled kernel ran every MATMUL case\n",
                c->name, c->coopmat_khr ? "KHR only" : c->coopmat_nv ? "NV, other shapes" : "none");
+    printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
+           g_emu_cases);
     printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (RLX_VK_COOPMAT=fast, bound %.0e)\n", g_worst[0],
            TOL_F32, g_worst[1], TOL_FAST);
     rlx_backend_destroy(g_vk);

@@ -1,0 +1,330 @@
+// MATMUL for many rows on cooperative matrices (16 x 16 x 16 f16 x f16 -> f32):
+// out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) in TM x 64 output tiles. Bindings, push
+// constants and epilogues are matmul_tiled.comp's; k % 32 == 0. Included by matmul_coop.comp
+// (VK_NV_cooperative_matrix) and matmul_coop_emu.comp (the same kernel with the four matrix
+// operations done by plain code on shared memory, so that devices without cooperative matrices,
+// lavapipe in CI, can check everything else: staging, splitting, pipelining, edges, epilogues).
+//
+// Workgroup: TM * 4 invocations = TM / 8 subgroups of 32 (runtime/vk_lower.c selects the NV kernel
+// on devices whose subgroups are 32 wide); subgroup g owns the 32 x 16 block of x rows
+// 32 (g / 4) .., w rows 16 (g % 4) .. (two 16 x 16 accumulators, two more for the low parts).
+// Each step of BK along k stages the x tile (f32 -> f16) and the weight tile (decoded from its
+// stored type by dequant.glsl, then f32 -> f16; F16 weights copied as they are) in shared memory,
+// 8 values (one uvec4 of f16) per chunk, rows padded to an odd number of uvec4 so that the 8 rows
+// of an 8 x 8 sub-block sit on distinct banks. The global loads of the next DEPTH steps are in
+// flight during the multiplies of the current one (a ring of DEPTH register sets, the k loop
+// unrolled by DEPTH so that each set has fixed registers): DEPTH 2 where the grid is too small
+// to give an SM more than one workgroup, so that one workgroup keeps twice the bytes in flight.
+// Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
+// DEPTH (1 or 2).
+//
+// Precision (spec PREC). f16 has an 11-bit significand, so a plain f16 product would round every
+// x and w by up to 2^-12 (about 4e-4 relative in each output: above the f32 tolerances the op and
+// family parity tests hold every path to). Instead each operand is split in two f16 parts,
+// v = hi + lo * 2^-11 with hi = v rounded to 11 significant bits (hi_part: exact in f16, 0 below
+// f16's normal range) and lo = f16((v - hi) * 2^11), and
+//     x.w = xh.wh + 2^-11 (xl.wh + xh.wl)      (the xl.wl term is below 2^-22 relative)
+// with the two sums in separate f32 accumulators. That keeps about 22 significant bits of every
+// operand, as good as f32 accumulation needs, for 3 multiplies instead of 1:
+//   PREC 2: x and w split (any weight type: decoded values have up to 24 significant bits);
+//   PREC 1: x split, w as it is (F16 weights are exact in f16): 2 multiplies;
+//   PREC 0: neither (RLX_VK_COOPMAT=fast, an experiment: about 4e-4 relative error).
+// Range: f16 holds |v| < 65504. A tile whose staged x or w values reach 16384 (so that hi and the
+// scaled lo stay finite whatever the rounding mode of the conversion) or are not finite is
+// recomputed in f32 by a plain loop: slow, but such values are rare and the result stays right.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint W_TYPE = 0;
+layout(constant_id = 2) const uint EPI = 0;
+layout(constant_id = 3) const uint PREC = 2;
+layout(constant_id = 4) const uint TM = 64;
+layout(constant_id = 5) const uint BK = 64;
+layout(constant_id = 6) const uint DEPTH = 1;
+
+layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
+layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
+layout(set = 1, binding = 1) readonly buffer Wt4 { uvec4 w4[]; }; // the same weights, for F16 rows
+layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
+layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
+
+layout(push_constant) uniform Push {
+    uint rows;
+    uint k;
+    uint m_rows;
+    uint m0;
+    uint m;
+    uint row_bytes;
+    uint tok;
+} p;
+
+#include "dequant.glsl"
+#include "act.glsl"
+
+#define TN 64u
+#define OROWS 64u // output rows combined per round at the end
+#define BIG 16384.0
+#define LO_SCALE 2048.0
+#define MIN_NORMAL 6.103515625e-5 // 2^-14, f16's smallest normal value
+
+const uint S = BK / 8u + 1u;                          // operand row stride in uvec4 (8 halves)
+const uint CPR = BK / 8u;                             // chunks of 8 values per operand row and step
+const uint XL = TM * S;                               // XH at 0
+const uint WH = PREC >= 1u ? 2u * TM * S : TM * S;
+const uint WL = WH + TN * S;
+const uint OPS = PREC >= 2u ? WL + TN * S : WL;
+const uint CS = TN / 4u + 1u;                         // result row stride in uvec4 (4 floats)
+const uint OUTS = OROWS * CS;
+const uint X_PER = TM * CPR / WG;                     // x chunks per invocation and step (WG = 4 TM)
+const uint W_CHUNKS = TN * CPR;
+const uint W_PER = W_CHUNKS > WG ? W_CHUNKS / WG : 1u;
+const uint NOUT = OROWS * TN / WG;                    // results per invocation and round
+
+shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
+shared uint s_bad;
+
+uint t;
+vec4 xr[DEPTH * X_PER * 2u]; // ring of the next steps' x values
+vec4 wr[DEPTH * W_PER * 2u]; // decoded weights
+uvec4 wraw[DEPTH * W_PER];   // or F16 weights as stored
+bool bad = false;
+
+#ifdef RLX_COOP_EMULATE
+// A 16 x 16 f16 operand: rows S uvec4 apart from smem[at]; for B (col), w rows are its columns.
+struct operand {
+    uint at;
+};
+// A 16 x 16 f32 accumulator: this invocation's elements lane + 32 i, row-major.
+struct accum {
+    float v[8];
+};
+#define OPERAND operand
+#define ACCUM accum
+#define UNROLL [[dont_unroll]] // code size: lavapipe's compiler splits long code around barriers slowly
+#define ACCUM_ZERO accum(float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+#define LOAD(m, at, col) m = operand(at)
+#define MULADD(a, b, c) muladd(a, b, c)
+#define STORE(c, at) store_accum(c, at)
+
+float op_at(operand a, uint i, uint j) {
+    return unpackHalf2x16(smem[a.at + i * S + j / 8u][(j % 8u) / 2u])[j % 2u];
+}
+
+accum muladd(operand a, operand b, accum c) {
+    uint lane = t % 32u;
+    [[dont_unroll]] for (uint k = 0u; k < 16u; k++) {
+        [[unroll]] for (uint i = 0u; i < 8u; i++) {
+            uint e = lane + 32u * i;
+            c.v[i] += op_at(a, e / 16u, k) * op_at(b, e % 16u, k);
+        }
+    }
+    return c;
+}
+
+void store_accum(accum c, uint at) {
+    uint lane = t % 32u;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint e = lane + 32u * i, r = e / 16u, n = e % 16u;
+        smem[at + r * CS + n / 4u][n % 4u] = floatBitsToUint(c.v[i]);
+    }
+}
+
+uint subgroup_index() { return t / 32u; }
+#else
+#define UNROLL [[unroll]]
+#define OPERAND fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define ACCUM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define ACCUM_ZERO ACCUM(0.0)
+#define LOAD(m, at, col) coopMatLoadNV(m, smem, at, S, col)
+#define MULADD(a, b, c) coopMatMulAddNV(a, b, c)
+#define STORE(c, at) coopMatStoreNV(c, smem, at, CS, false)
+
+uint subgroup_index() { return gl_SubgroupID; }
+#endif
+
+bool raw_f16() { return W_TYPE == T_F16 && PREC < 2u; }
+
+bool fits(vec4 v) { return all(lessThan(abs(v), vec4(BIG))); }
+
+uvec4 to_f16(vec4 a, vec4 b) {
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
+
+// v rounded to f16's 11 significant bits (ties away from zero) by integer arithmetic, 0 below f16's
+// normal range: a value f16 holds exactly, so its conversion cannot round whatever the device's
+// rounding mode. Not f32(f16(v)) through unpackHalf2x16(packHalf2x16(v)): NVIDIA's compiler folds
+// that round trip into v (dxil-spirv PR 100 saw the same), which left every low part 0 and the
+// "exact" mode with plain f16 error on the H100.
+vec4 hi_part(vec4 v) {
+    vec4 h = uintBitsToFloat((floatBitsToUint(v) + 0x1000u) & 0xffffe000u);
+    return mix(h, vec4(0.0), lessThan(abs(v), vec4(MIN_NORMAL)));
+}
+
+// The 8 values a, c as f16 at smem[hi_at], and with lo their scaled low parts at smem[lo_at].
+void split(vec4 a, vec4 c, uint hi_at, uint lo_at, bool lo) {
+    if (!lo) {
+        smem[hi_at] = to_f16(a, c);
+        return;
+    }
+    vec4 ha = hi_part(a), hc = hi_part(c);
+    smem[hi_at] = to_f16(ha, hc);
+    smem[lo_at] = to_f16((a - ha) * LO_SCALE, (c - hc) * LO_SCALE);
+}
+
+// Global loads of k step `step` into ring slot `slot`: chunk c = t + i WG of each tile is 8
+// values of row c / CPR at column 8 (c % CPR); zeros past the rows, weight rows and k.
+void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
+    uint k0 = step * BK;
+    UNROLL for (uint i = 0u; i < X_PER; i++) {
+        uint c = t + i * WG, r = xr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = (slot * X_PER + i) * 2u;
+        xr[at] = vec4(0.0);
+        xr[at + 1u] = vec4(0.0);
+        if (r < rows && kc < p.k) {
+            uint q = (r * p.k + kc) >> 2;
+            xr[at] = x4[q];
+            xr[at + 1u] = x4[q + 1u];
+        }
+    }
+    UNROLL for (uint i = 0u; i < W_PER; i++) {
+        uint c = t + i * WG, n = wr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = slot * W_PER + i;
+        bool in_tile = c < W_CHUNKS && n < p.m_rows && kc < p.k;
+        if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
+            wraw[at] = in_tile ? w4[(n * p.row_bytes + kc * 2u) >> 4] : uvec4(0u);
+        } else {
+            wr[2u * at] = vec4(0.0);
+            wr[2u * at + 1u] = vec4(0.0);
+            if (in_tile) dq8(n * p.row_bytes, kc, wr[2u * at], wr[2u * at + 1u]);
+        }
+    }
+}
+
+// Ring slot `slot` into shared memory, split per PREC.
+void stage(uint slot) {
+    UNROLL for (uint i = 0u; i < X_PER; i++) {
+        uint c = t + i * WG, at = (slot * X_PER + i) * 2u, o = (c / CPR) * S + c % CPR;
+        vec4 a = xr[at], b = xr[at + 1u];
+        bad = bad || !fits(a) || !fits(b);
+        split(a, b, o, XL + o, PREC >= 1u);
+    }
+    UNROLL for (uint i = 0u; i < W_PER; i++) {
+        uint c = t + i * WG, at = slot * W_PER + i, o = WH + (c / CPR) * S + c % CPR;
+        if (c < W_CHUNKS && raw_f16()) {
+            smem[o] = wraw[at];
+        } else if (c < W_CHUNKS) {
+            vec4 a = wr[2u * at], b = wr[2u * at + 1u];
+            bad = bad || !fits(a) || !fits(b);
+            split(a, b, o, o + TN * S, PREC >= 2u);
+        }
+    }
+}
+
+void store_out(uint r, uint wr, float v) {
+    uint oi = r * p.m + p.m0 + wr;
+    switch (EPI) {
+    case 1u: v += aux[oi]; break;
+    case 2u: v *= silu(aux[oi]); break;
+    case 3u: v *= gelu_tanh(aux[oi]); break;
+    }
+    o[oi] = v;
+}
+
+// The whole tile in f32, for values out of f16's range.
+void slow_tile(uint xr0, uint wr0, uint rows) {
+    for (uint e = t; e < TM * TN; e += WG) {
+        uint r = xr0 + e / TN, wr = wr0 + e % TN;
+        if (r >= rows || wr >= p.m_rows) continue;
+        float acc = 0.0;
+        for (uint k0 = 0u; k0 < p.k; k0 += 8u) {
+            vec4 lo, hi;
+            dq8(wr * p.row_bytes, k0, lo, hi);
+            uint i = (r * p.k + k0) >> 2;
+            acc += dot(x4[i], lo) + dot(x4[i + 1u], hi);
+        }
+        store_out(r, wr, acc);
+    }
+}
+
+void main() {
+    t = gl_LocalInvocationID.x;
+    uint tiles_m = (p.m_rows + TN - 1u) / TN;
+    uint gid = group_id();
+    uint wr0 = (gid % tiles_m) * TN, xr0 = (gid / tiles_m) * TM;
+    uint rows = valid_rows(p.rows, p.tok);
+    if (xr0 >= rows) return;
+    if (t == 0u) s_bad = 0u;
+    uint g = subgroup_index(), sm = (g / 4u) * 32u, sn = (g % 4u) * 16u;
+    ACCUM c0 = ACCUM_ZERO;
+    ACCUM c1 = c0, d0 = c0, d1 = c0; // d: the 2^-11 terms
+    OPERAND a0, a1, b, l0, l1, bl;
+    uint steps = (p.k + BK - 1u) / BK;
+    UNROLL for (uint r = 0u; r < DEPTH; r++)
+        if (r < steps) fetch(r, r, xr0, wr0, rows);
+    for (uint s0 = 0u; s0 < steps; s0 += DEPTH) {
+        UNROLL for (uint r = 0u; r < DEPTH; r++) {
+            uint s = s0 + r;
+            if (s >= steps) continue; // uniform
+            barrier();                // the previous step's multiplies are done with smem
+            stage(r);
+            barrier();
+            if (s + DEPTH < steps) fetch(r, s + DEPTH, xr0, wr0, rows);
+            UNROLL for (uint kk = 0u; kk < CPR; kk += 2u) {
+                LOAD(a0, sm * S + kk, false);
+                LOAD(a1, (sm + 16u) * S + kk, false);
+                LOAD(b, WH + sn * S + kk, true); // w rows are the columns of B
+                c0 = MULADD(a0, b, c0);
+                c1 = MULADD(a1, b, c1);
+                if (PREC >= 1u) {
+                    LOAD(l0, XL + sm * S + kk, false);
+                    LOAD(l1, XL + (sm + 16u) * S + kk, false);
+                    d0 = MULADD(l0, b, d0);
+                    d1 = MULADD(l1, b, d1);
+                }
+                if (PREC >= 2u) {
+                    LOAD(bl, WL + sn * S + kk, true);
+                    d0 = MULADD(a0, bl, d0);
+                    d1 = MULADD(a1, bl, d1);
+                }
+            }
+        }
+    }
+    if (bad) s_bad = 1u;
+    barrier();
+    if (s_bad != 0u) { // uniform: every invocation read it after the barrier
+        slow_tile(xr0, wr0, rows);
+        return;
+    }
+    // The two sums meet in f32 here, OROWS rows at a time: the main sums through smem, then the
+    // 2^-11 ones over the same space (glslang 11's optimizer crashes on arithmetic between
+    // matrices).
+    for (uint r0 = 0u; r0 < TM; r0 += OROWS) {
+        bool mine = sm >= r0 && sm < r0 + OROWS; // uniform in each subgroup
+        uint at = (sm - r0) * CS + sn / 4u;
+        float v[NOUT];
+        barrier(); // the multiplies, or the previous round's readers, are done with smem
+        if (mine) {
+            STORE(c0, at);
+            STORE(c1, at + 16u * CS);
+        }
+        barrier();
+        UNROLL for (uint i = 0u; i < NOUT; i++) {
+            uint e = t + i * WG, n = e % TN;
+            v[i] = uintBitsToFloat(smem[(e / TN) * CS + n / 4u][n % 4u]);
+        }
+        if (PREC >= 1u) {
+            barrier();
+            if (mine) {
+                STORE(d0, at);
+                STORE(d1, at + 16u * CS);
+            }
+            barrier();
+            UNROLL for (uint i = 0u; i < NOUT; i++) {
+                uint e = t + i * WG, n = e % TN;
+                v[i] += uintBitsToFloat(smem[(e / TN) * CS + n / 4u][n % 4u]) * (1.0 / LO_SCALE);
+            }
+        }
+        UNROLL for (uint i = 0u; i < NOUT; i++) {
+            uint e = t + i * WG, r = xr0 + r0 + e / TN, n = wr0 + e % TN;
+            if (r < rows && n < p.m_rows) store_out(r, n, v[i]);
+        }
+    }
+}
