@@ -545,21 +545,33 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
     }
 }
 
-/* T threads per weight row: about one trip of UNR units each, in whole subgroups (matvec.comp's
- * reduction needs subgroups of >= 4 invocations that divide T, and T >= R * NX <= 8); G groups of
- * R rows per workgroup, fewer while the weight would give too few workgroups to fill the device. */
+/* A tuning override from the environment (read when a program is compiled): a power of two in
+ * [lo, hi], else fallback. */
+static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t fallback) {
+    const char *v = getenv(name);
+    uint32_t x = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+    return x >= lo && x <= hi && (x & (x - 1)) == 0 ? x : fallback;
+}
+
+/* T threads per weight row: about TRIPS trips of UNR units each (1 unless RLX_VK_MATVEC_TRIPS), in
+ * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
+ * T >= R * NX <= 8); G groups of R rows per workgroup, fewer while the weight would give too few
+ * workgroups to fill the device. RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults:
+ * knobs for measuring, as the best values differ between devices. */
 static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
                              uint64_t x_groups, uint32_t epi, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t unroll, sg = c->subgroup_size, wg_max = c->is_cpu ? p->b->wg : p->b->wg_row;
     uint64_t units = matvec_units(type, k, &unroll);
     if (units == 0 || sg < 4 || (sg & (sg - 1)) != 0 || sg > wg_max) return false;
-    uint64_t t = ceil_div(units, unroll);
+    uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
-    uint32_t wg_want = c->is_cpu ? p->b->wg : MATVEC_GPU_WG;
+    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, MATVEC_GPU_WG);
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
-    uint64_t min_groups = c->is_cpu ? MATVEC_MIN_GROUPS_CPU : MATVEC_MIN_GROUPS;
+    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    uint64_t min_groups =
+        c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
     *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t},
