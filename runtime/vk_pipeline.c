@@ -25,6 +25,13 @@ static const rlx_vk_kernel_info kernel_table[RLX_VK_KERNEL_COUNT] = {
 #undef RLX_KERNEL
 };
 
+/* A kernels.def line beyond the fixed arrays would overrun them (pipeline keys, binding layouts). */
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)                                                             \
+    _Static_assert((n_spec) <= RLX_VK_MAX_SPEC && (n_bindings) <= RLX_VK_MAX_BINDINGS,                              \
+                   #name ": more spec constants or bindings than RLX_VK_MAX_SPEC / RLX_VK_MAX_BINDINGS");
+#include "shaders/kernels.def"
+#undef RLX_KERNEL
+
 /* The word counts are not constant expressions here (they live in the generated sources). */
 static size_t kernel_words(rlx_vk_kernel k) {
     switch (k) {
