@@ -12,8 +12,9 @@
  *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel
  *   RLX_VK_PROFILE=2                      ... and every dispatch on its own line (op, shape, weight type)
  *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit, to exercise weight splitting
- *   RLX_VK_COOPMAT=0|fast                 (read at each compile) 0: no cooperative-matrix matmul;
- *                                         fast: its operands as plain f16 (inexact; vk_lower.c)
+ *   RLX_VK_COOPMAT=mixed|exact|0          (read at each compile) the prefill matmul on cooperative
+ *                                         matrices: f16 operands (default), f32-accurate split
+ *                                         operands, or not at all (vk_lower.c coopmat_mode)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks) */
 #ifndef RLX_RUNTIME_VK_BACKEND_H

@@ -102,7 +102,6 @@ typedef enum {
     VK_FUSE_NORM_SCALE,  /* SCALE of fuse_a (RMS_NORM): the norm's scale factor */
     VK_FUSE_NORM_ROPE,   /* ROPE of fuse_a (RMS_NORM over heads): q/k norm and RoPE in one kernel */
     VK_FUSE_NORM_ADD,    /* ADD = fuse_b + fuse_a (RMS_NORM): the residual add after a norm (Gemma 3's post-norms) */
-    VK_FUSE_ATTN_QROPE,  /* ATTENTION whose query is fuse_a (ROPE, maybe with its q norm): prepared in the kernel */
     VK_FUSE_KV_ROPE,     /* KV_WRITE of fuse_a (ROPE): the RoPE kernel writes K into the cache; fuse_b, when
                             not RLX_NO_NODE, the V KV_WRITE whose rows that kernel copies too */
 } vk_fuse;

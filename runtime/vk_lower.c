@@ -227,18 +227,6 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
 }
 
-static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i);
-
-/* ATTENTION(ROPE([RMS_NORM](q)), ..) on shaders/attention.comp: the query's norm and RoPE are done
- * by the attention's own workgroups (a dispatch fewer per layer). Not where the prefill kernel
- * takes the attention: it reads q as it is. */
-static void fuse_attention_q(rlx_program *p, rlx_node i) {
-    rlx_node r = node(p, i)->info.in[0];
-    if (attention_prefill_d(p, i) || !absorbable(p, r, RLX_OP_ROPE)) return;
-    p->nodes[r].fused_into = i;
-    absorb(p, i, VK_FUSE_ATTN_QROPE, r, RLX_NO_NODE);
-}
-
 void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
@@ -251,11 +239,8 @@ void vk_plan_fusion(rlx_program *p) {
         }
     }
     /* after the others, so that v_partner sees every node's final fused_into */
-    for (rlx_node i = 0; i < p->n_nodes; i++) {
-        if (!node(p, i)->live) continue;
-        if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
-        if (node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_q(p, i);
-    }
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
 }
 
 /* ---- preparation ---- */
@@ -425,25 +410,31 @@ static uint32_t rows_per_group(const rlx_program *p) {
     return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
 }
 
-/* RLX_VK_COOPMAT (read when a program is compiled): unset or 1 = the cooperative-matrix kernel on
- * devices that have it (operands split in f16 pairs: f32 accuracy), 0 = never, fast = plain f16
- * operands (about 4e-4 relative error: an experiment, not for parity), emulate = the same kernel
- * with its matrix operations done by plain code (shaders/matmul_coop_emu.comp) on any device: slow,
- * for testing it where there are no cooperative matrices. RLX_VK_COOPMAT_TM=64|128 and
- * RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth coop_plan_make picks. */
-typedef enum { COOP_OFF, COOP_EXACT, COOP_FAST, COOP_EMULATE } coop_mode;
+/* RLX_VK_COOPMAT (read when a program is compiled) picks how prefill matmuls use the
+ * cooperative-matrix kernel on devices that have it:
+ *   unset or mixed: f16 operands, f32 accumulation (as GPU runtimes do; F16 weights are exact in
+ *     f16, decoded quantized weights round by 2^-12 relative, far below their quantization step;
+ *     the fixtures README's f16 / mixed-compute tolerance);
+ *   exact: operands split in f16 pairs, f32 accuracy (the f32 tolerances), 2 or 3 multiplies;
+ *   0: never (shaders/matmul_tiled.comp, f32);
+ *   emulate, emulate-mixed: the exact or mixed kernel with its matrix operations done by plain code
+ *     (shaders/matmul_coop_emu.comp) on any device: slow, for testing where there are none.
+ * RLX_VK_COOPMAT_TM=64|128 and RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth
+ * coop_plan_make picks. */
+typedef enum { COOP_OFF, COOP_MIXED, COOP_EXACT, COOP_EMULATE, COOP_EMULATE_MIXED } coop_mode;
 
 static coop_mode coopmat_mode(const rlx_program *p) {
     const char *v = getenv("RLX_VK_COOPMAT");
     if (v && strcmp(v, "emulate") == 0) return COOP_EMULATE;
-    if (!p->b->dev->caps->coopmat_f16) return COOP_OFF;
-    if (v && strcmp(v, "0") == 0) return COOP_OFF;
-    return v && strcmp(v, "fast") == 0 ? COOP_FAST : COOP_EXACT;
+    if (v && strcmp(v, "emulate-mixed") == 0) return COOP_EMULATE_MIXED;
+    if (!p->b->dev->caps->coopmat_f16 || (v && strcmp(v, "0") == 0)) return COOP_OFF;
+    return v && strcmp(v, "exact") == 0 ? COOP_EXACT : COOP_MIXED;
 }
 
-/* shaders/matmul_coop.glsl PREC: F16 weights are exact in f16, other types are split too. */
+/* shaders/matmul_coop.glsl PREC: in the exact modes F16 weights go as they are (exact in f16), other
+ * types are split too. */
 static uint32_t coop_prec(coop_mode mode, uint32_t type) {
-    if (mode == COOP_FAST) return 0;
+    if (mode == COOP_MIXED || mode == COOP_EMULATE_MIXED) return 0;
     return type == RLX_DTYPE_F16 ? 1 : 2;
 }
 
@@ -497,7 +488,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     coop_mode coop = coop_fits(p) ? coopmat_mode(p) : COOP_OFF;
     rlx_vk_kernel kernel = coop == COOP_OFF       ? RLX_VK_KERNEL_matmul_tiled
-                           : coop == COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
+                           : coop >= COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
                                                   : RLX_VK_KERNEL_matmul_coop;
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
@@ -792,38 +783,6 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split), at least as
  * wide as Dv (up to wg_row); per-lane shares planned for the snapshot's subgroup size. */
-/* The query rows shaders/attention.comp reads, and what it does to them first: with the query's
- * RoPE (and its norm) absorbed, the unrotated rows, the norm's weights and eps, the angle steps
- * (bindings 0, 5, 6; spec QNORM, QROPE; push eps, n_rot); else q itself. */
-typedef struct attention_q {
-    vk_range rows, weights, steps;
-    uint32_t norm, rope, n_rot;
-    float eps;
-} attention_q;
-
-static rlx_status attention_q_of(rlx_program *p, rlx_node i, attention_q *out) {
-    const vk_node *n = node(p, i);
-    rlx_node src = n->info.in[0];
-    *out = (attention_q){.eps = 0.0f};
-    if (n->fuse == VK_FUSE_ATTN_QROPE) {
-        const vk_node *r = node(p, n->fuse_a);
-        out->rope = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
-        out->n_rot = (uint32_t)r->info.attrs.rope.n_rot;
-        src = r->info.in[0];
-        if (r->fuse == VK_FUSE_NORM_ROPE) {
-            const vk_node *nm = node(p, r->fuse_a);
-            out->norm = 1;
-            out->eps = nm->info.attrs.eps;
-            src = nm->info.in[0];
-        }
-    }
-    RLX_TRY(vk_f32_range(p, src, &out->rows));
-    out->weights = out->steps = out->rows;
-    if (out->norm) RLX_TRY(vk_f32_range(p, node(p, node(p, n->fuse_a)->fuse_a)->info.in[1], &out->weights));
-    if (out->rope) out->steps = vk_const_range(p, node(p, n->fuse_a)->const_offset, (VkDeviceSize)out->n_rot / 2 * 8);
-    return NULL;
-}
-
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t prefill_d = attention_prefill_d(p, i);
     if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
@@ -833,29 +792,21 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg = subgroup(p), wg = p->b->wg;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t subgroups = wg / sg ? wg / sg : 1;
-    attention_q aq;
-    RLX_TRY(attention_q_of(p, i, &aq));
-    vk_range bind[7];
-    bind[0] = aq.rows;
-    for (int s = 1; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
+    vk_range bind[5];
+    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
     bind[4] = bind[3];
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    bind[5] = aq.weights;
-    bind[6] = aq.steps;
-    uint32_t spec[10] = {wg,
-                         gw,
-                         splits > 1,
-                         ATTN_CHUNK,
-                         (uint32_t)ceil_div(dh, sg),
-                         (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
-                         (uint32_t)ceil_div(dv, wg),
-                         aq.norm,
-                         aq.rope,
-                         dh};
-    uint32_t push[12] = {(uint32_t)rows,
+    uint32_t spec[7] = {wg,
+                        gw,
+                        splits > 1,
+                        ATTN_CHUNK,
+                        (uint32_t)ceil_div(dh, sg),
+                        (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
+                        (uint32_t)ceil_div(dv, wg)};
+    uint32_t push[10] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
                          dh,
@@ -864,11 +815,8 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
                          (uint32_t)n->info.attrs.window,
                          f32_bits(n->info.attrs.scale),
                          n->tok ? 1u : 0u,
-                         splits,
-                         f32_bits(aq.eps),
-                         aq.n_rot};
-    uint32_t reads = 7u | (aq.norm ? 32u : 0u) | (aq.rope ? 64u : 0u);
-    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 7, reads, splits > 1 ? 16u : 8u, push,
+                         splits};
+    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
                     sizeof push, rows * (heads / gw) * splits));
     if (splits == 1) return NULL;
     vk_range cbind[2] = {bind[4], bind[3]};

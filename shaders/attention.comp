@@ -14,17 +14,12 @@
 //    its own running max, sum and accumulators: no workgroup reductions.
 // SPLIT (long contexts, few query rows): the visible keys are cut into `splits` ranges, one
 // workgroup each, which write their unnormalised partial (max, sum, acc[Dv]) for attn_combine.comp.
-// QNORM / QROPE (runtime/vk_lower.c): the query's own RMS norm and RoPE are absorbed (Qwen3 and
-// Gemma 3 normalise and rotate Q, Llama rotates it), a dispatch fewer per layer: binding 0 holds
-// the unrotated rows, and each workgroup prepares its GW heads in shared memory first, a subgroup
-// per head, as rms_norm.comp and rope.comp would (same arithmetic).
 // EPL, KB and DPT are planned for the device's usual subgroup size; another size still computes
 // the same values (extra dims go through a loop; subgroups take turns over the keys).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#include "rope.glsl"
 
 layout(constant_id = 1) const uint GW = 1;    // query heads per workgroup (a divisor of H / H_kv)
 layout(constant_id = 2) const uint SPLIT = 0;
@@ -32,17 +27,12 @@ layout(constant_id = 3) const uint CH = 32;   // keys per chunk
 layout(constant_id = 4) const uint EPL = 4;   // head dims per lane in a dot product
 layout(constant_id = 5) const uint KB = 8;    // keys per subgroup per pass
 layout(constant_id = 6) const uint DPT = 1;   // output dims per invocation
-layout(constant_id = 7) const uint QNORM = 0; // 1: q rows are RMS-normalised (weights: binding 5)
-layout(constant_id = 8) const uint QROPE = 0; // 0 none, 1 NORMAL, 2 NEOX pairs (angle steps: binding 6)
-layout(constant_id = 9) const uint DQ = 1;    // Dh (the prepared rows in shared memory)
 
 layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
 layout(set = 1, binding = 1) readonly buffer K { float k[]; };
 layout(set = 1, binding = 2) readonly buffer V { float v[]; };
 layout(set = 1, binding = 3) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT: [(i H + h) splits + s][Dv + 2]
-layout(set = 1, binding = 5) readonly buffer QW { float qw[]; };       // QNORM: the norm's weights [Dh]
-layout(set = 1, binding = 6) readonly buffer QT { uvec2 step_turns[]; }; // QROPE: rope.glsl angle steps
 
 layout(push_constant) uniform Push {
     uint rows;  // query rows n
@@ -55,40 +45,9 @@ layout(push_constant) uniform Push {
     float scale;
     uint tok;
     uint splits;
-    float eps;  // QNORM
-    uint n_rot; // QROPE
 } p;
 
 shared float sp[GW * CH]; // the chunk's scores, per head
-shared float sq[GW * DQ]; // the workgroup's query rows, prepared
-
-// Query row i, head h0 + g into sq: x / rms(x) * w (QNORM), then its pairs rotated to position pos
-// (QROPE). One subgroup per head: the sum of squares is a subgroupAdd, and a lane rotates the pairs
-// it reads back, after every lane has written its dims.
-void prepare_q(uint i, uint h0, uint pos) {
-    uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
-    for (uint g = gl_SubgroupID; g < GW; g += gl_NumSubgroups) {
-        uint qb = (i * p.heads + h0 + g) * p.dh;
-        float k = 1.0;
-        if (QNORM != 0u) {
-            float ss = 0.0;
-            for (uint d = lane; d < p.dh; d += sgs) ss += q[qb + d] * q[qb + d];
-            k = inversesqrt(subgroupAdd(ss) / float(p.dh) + p.eps);
-        }
-        for (uint d = lane; d < p.dh; d += sgs) sq[g * DQ + d] = QNORM != 0u ? q[qb + d] * k * qw[d] : q[qb + d];
-        if (QROPE == 0u) continue;
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        for (uint s = lane; s < p.n_rot / 2u; s += sgs) {
-            uvec2 d = rope_pair(s, p.n_rot, QROPE == 2u);
-            vec2 sc = sincos_turns(pos, step_turns[s]);
-            float x0 = sq[g * DQ + d.x], x1 = sq[g * DQ + d.y];
-            sq[g * DQ + d.x] = x0 * sc.y - x1 * sc.x;
-            sq[g * DQ + d.y] = x0 * sc.x + x1 * sc.y;
-        }
-    }
-    barrier();
-}
 
 void main() {
     uint gid = group_id(), splits = SPLIT != 0u ? p.splits : 1u, blocks = p.heads / GW;
@@ -108,12 +67,11 @@ void main() {
     uint kvh = h0 / (p.heads / p.kv_heads), kv_row = p.kv_heads;
     uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
 
-    if (lo <= hi) prepare_q(i, h0, pos); // uniform: lo and hi are the workgroup's
     float qr[GW * EPL];
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
             uint d = lane + e * sgs;
-            qr[g * EPL + e] = d < p.dh ? sq[g * DQ + d] : 0.0;
+            qr[g * EPL + e] = d < p.dh ? q[((i * p.heads + h0 + g) * p.dh) + d] : 0.0;
         }
     float m[GW], l[GW], acc[GW * DPT];
     [[unroll]] for (uint g = 0u; g < GW; g++) {
@@ -143,7 +101,8 @@ void main() {
             for (uint d = lane + EPL * sgs; d < p.dh; d += sgs) // a subgroup smaller than planned
                 [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
                     float kv = k[((j0 + min(jb + kb, n - 1u)) * kv_row + kvh) * p.dh + d];
-                    [[unroll]] for (uint g = 0u; g < GW; g++) dot[g * KB + kb] += sq[g * DQ + d] * kv;
+                    [[unroll]] for (uint g = 0u; g < GW; g++)
+                        dot[g * KB + kb] += q[((i * p.heads + h0 + g) * p.dh) + d] * kv;
                 }
             [[unroll]] for (uint kb = 0u; kb < KB; kb++)
                 [[unroll]] for (uint g = 0u; g < GW; g++) {

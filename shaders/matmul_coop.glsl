@@ -18,9 +18,10 @@
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
 // DEPTH (1 or 2).
 //
-// Precision (spec PREC). f16 has an 11-bit significand, so a plain f16 product would round every
-// x and w by up to 2^-12 (about 4e-4 relative in each output: above the f32 tolerances the op and
-// family parity tests hold every path to). Instead each operand is split in two f16 parts,
+// Precision (spec PREC). f16 has an 11-bit significand, so a plain f16 product rounds every x and
+// w by up to 2^-12 (about 4e-4 relative in each output): the default (PREC 0, RLX_VK_COOPMAT unset
+// or mixed), within the fixtures' f16 / mixed-compute tolerance, not the f32 ones the op tests
+// hold the exact paths to. RLX_VK_COOPMAT=exact splits each operand in two f16 parts,
 // v = hi + lo * 2^-11 with hi = v rounded to 11 significant bits (hi_part: exact in f16, 0 below
 // f16's normal range) and lo = f16((v - hi) * 2^11), and
 //     x.w = xh.wh + 2^-11 (xl.wh + xh.wl)      (the xl.wl term is below 2^-22 relative)
@@ -28,7 +29,7 @@
 // operand, as good as f32 accumulation needs, for 3 multiplies instead of 1:
 //   PREC 2: x and w split (any weight type: decoded values have up to 24 significant bits);
 //   PREC 1: x split, w as it is (F16 weights are exact in f16): 2 multiplies;
-//   PREC 0: neither (RLX_VK_COOPMAT=fast, an experiment: about 4e-4 relative error).
+//   PREC 0: neither: 1 multiply.
 // Range: f16 holds |v| < 65504. A tile whose staged x or w values reach 16384 (so that hi and the
 // scaled lo stay finite whatever the rounding mode of the conversion) or are not finite is
 // recomputed in f32 by a plain loop: slow, but such values are rare and the result stays right.

@@ -1,9 +1,10 @@
 /* The prefill kernels (runtime/vk_lower.c's many-rows branches) against the CPU reference:
  *  - MATMUL of 16+ rows: shaders/matmul_coop.comp on devices with VK_NV_cooperative_matrix (caps
- *    coopmat_f16), else shaders/matmul_tiled.comp. Where the cooperative kernel exists, every case
- *    also runs with RLX_VK_COOPMAT=0 (the tiled kernel) and RLX_VK_COOPMAT=fast (plain f16
- *    operands). Without it (lavapipe) the cases run on the tiled kernel and the cooperative part
- *    is reported as SKIPPED.
+ *    coopmat_f16; by default "mixed": plain f16 operands), else shaders/matmul_tiled.comp. Where the
+ *    cooperative kernel exists, every case also runs with RLX_VK_COOPMAT=0 (the tiled kernel) and
+ *    RLX_VK_COOPMAT=exact (split operands). Without it (lavapipe) the cases run on the tiled kernel
+ *    and the cooperative part is reported as SKIPPED; a subset also runs the kernel's emulation
+ *    (RLX_VK_COOPMAT=emulate and emulate-mixed) on any device.
  *  - ATTENTION of 16+ query rows: shaders/attention_prefill.comp (causal, windows, GQA, padding
  *    rows, key blocks past a long cache, head sizes that are not multiples of its tiles).
  * Each case names the kernel the compiled program dispatches (white box: runtime/vk_internal.h)
@@ -11,7 +12,7 @@
  *
  * Checks. NMSE against the CPU backend, as tests/test_vk_ops.c: 1e-7 (test-backend-ops' f32
  * bound) for every f32-accurate path, the cooperative "exact" mode included; 1e-6 for
- * RLX_VK_COOPMAT=fast. Plain MATMUL cases also check every output against a bound derived from
+ * the mixed mode (f16 operands). Plain MATMUL cases also check every output against a bound derived from
  * its operands and from how the kernel rounds them:
  *     |y_vk - y_cpu| <= sum_k p(x_ik, w_jk) + acc * sum_k |x_ik w_jk|
  * acc covers the two f32 sums of k terms in different orders, ours and the CPU's ((k + 2) 2^-24
@@ -22,7 +23,7 @@
  *   - coop exact: hi + 2^-11 lo keeps an operand within 2^-21 |v| (the low part's conversion
  *     errs by at most 2^-10 of itself, 2^-11 when it rounds to nearest; lo is at most 2^-11 |v|)
  *     or 2^-24 below f16's normal range, and the dropped lo.lo term is below 2^-22 |x||w|;
- *   - coop fast: f16 operands, within 2^-10 |v| in any rounding mode or 2^-14 where f16
+ *   - coop mixed: f16 operands, within 2^-10 |v| in any rounding mode or 2^-14 where f16
  *     subnormals are flushed.
  * Each case prints the worst |error| / sum_k |x w| it reached (about 2^-24 sqrt(k) for f32 sums,
  * 2^-11 for f16 operands): a low part that never arrived shows up as f16-sized error there. */
@@ -47,7 +48,7 @@ static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
 static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
 static int g_coop_cases;  /* cases the cooperative kernel ran */
 static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
-static double g_worst[2]; /* worst NMSE: f32-accurate paths, fast mode */
+static double g_worst[2]; /* worst NMSE: f32-accurate paths, mixed mode */
 
 /* ---- a graph with its weights and inputs (the harness of test_vk_ops.c, cut down) ---- */
 
@@ -217,19 +218,21 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                          bool emu) {
     static const struct {
         const char *env, *tag;
-        bool coop_only;
-    } modes[] = {{NULL, "", false}, {"0", " COOPMAT=0", true}, {"fast", " COOPMAT=fast", true},
-                 {"emulate", " COOPMAT=emulate", false}};
+        bool coop_only, emulated, mixed; /* needs the real kernel; is an emulation; f16 operands */
+    } modes[] = {{NULL, "", false, false, true},
+                 {"0", " COOPMAT=0", true, false, false},
+                 {"exact", " COOPMAT=exact", true, false, false},
+                 {"emulate", " COOPMAT=emulate", false, true, false},
+                 {"emulate-mixed", " COOPMAT=emulate-mixed", false, true, true}};
     static int calls, emulated; /* variants: real kernel by call, emulation by emulated run */
     calls++;
-    for (int m = 0; m < 4; m++) {
-        if ((modes[m].coop_only && !g_coop) || (m == 3 && !emu)) continue;
-        rlx_vk_kernel want = m == 3   ? RLX_VK_KERNEL_matmul_coop_emu
-                             : m == 1 ? RLX_VK_KERNEL_matmul_tiled
-                             : g_coop ? RLX_VK_KERNEL_matmul_coop
-                                      : RLX_VK_KERNEL_matmul_tiled;
-        bool variants = m == 3 || (m == 0 && g_coop);
-        int v = m == 3 ? emulated++ : calls;
+    for (int m = 0; m < 5; m++) {
+        if ((modes[m].coop_only && !g_coop) || (modes[m].emulated && !emu)) continue;
+        rlx_vk_kernel want = modes[m].emulated ? RLX_VK_KERNEL_matmul_coop_emu
+                             : m == 1 || !g_coop ? RLX_VK_KERNEL_matmul_tiled
+                                                 : RLX_VK_KERNEL_matmul_coop;
+        bool variants = want != RLX_VK_KERNEL_matmul_tiled;
+        int v = modes[m].emulated ? emulated++ : calls;
         const char *tm = v % 2 ? "128" : "64", *depth = v / 2 % 2 ? "2" : "1";
         tgraph t;
         tg_init(&t);
@@ -239,7 +242,8 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
             setenv("RLX_VK_COOPMAT_TM", tm, 1);
             setenv("RLX_VK_COOPMAT_DEPTH", depth, 1);
         }
-        const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : m == 2 ? &PREC_F16 : &PREC_PAIRS;
+        bool mixed = want != RLX_VK_KERNEL_matmul_tiled && modes[m].mixed;
+        const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : mixed ? &PREC_F16 : &PREC_PAIRS;
         char full[128];
         snprintf(full, sizeof full, "%s%s%s%s%s%s", label, modes[m].tag, variants ? " TM=" : "", variants ? tm : "",
                  variants ? " DEPTH=" : "", variants ? depth : "");
@@ -252,7 +256,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
             if (!ec.w) exit(1);
             rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
         }
-        compare(full, &t, &st, 1, want, m == 2 ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
+        compare(full, &t, &st, 1, want, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
         free(ec.w);
         unsetenv("RLX_VK_COOPMAT");
         unsetenv("RLX_VK_COOPMAT_TM");
@@ -416,7 +420,7 @@ int main(void) {
                c->name, c->coopmat_khr ? "KHR only" : c->coopmat_nv ? "NV, other shapes" : "none");
     printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
            g_emu_cases);
-    printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (RLX_VK_COOPMAT=fast, bound %.0e)\n", g_worst[0],
+    printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (mixed: f16 operands, bound %.0e)\n", g_worst[0],
            TOL_F32, g_worst[1], TOL_FAST);
     rlx_backend_destroy(g_vk);
     rlx_backend_destroy(g_cpu);
