@@ -739,11 +739,11 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
                    stride_groups(rows * row, p->b->wg));
 }
 
-/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_MAX_GW, so a
- * workgroup's heads share one kv head. */
+/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_MAX_GW (or up to
+ * RLX_VK_ATTN_GW, a tuning knob), so a workgroup's heads share one kv head. */
 static uint32_t attention_gw(int64_t heads, int64_t kv_heads) {
     int64_t g = heads / kv_heads;
-    for (int64_t gw = ATTN_MAX_GW; gw > 1; gw--)
+    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, ATTN_MAX_GW); gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;
     return 1;
 }
