@@ -19,6 +19,7 @@
 #define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
 #define ATTN_CHUNK 32           /* shaders/attention.comp CH: keys per chunk */
 #define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
+#define ATTN_DEFAULT_GW 2       /* ... by default: more workgroups at short contexts (8B tg128 147 -> 158 t/s against 4) */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
@@ -440,7 +441,6 @@ static uint32_t coop_prec(coop_mode mode, uint32_t type) {
 
 #define COOP_TN 64          /* shaders/matmul_coop.glsl TN: weight rows per tile */
 #define COOP_TALL_TILES 512 /* 64 x 64 tiles from which 128-row tiles still give 2+ per SM of an H100 (132) */
-#define COOP_FEW_TILES 264  /* fewer tiles leave an SM of a large GPU one workgroup or none: prefetch deeper */
 
 typedef struct coop_plan {
     uint32_t tm, bk, depth; /* the kernel's spec TM, BK, DEPTH */
@@ -461,15 +461,16 @@ static uint32_t env_choice(const char *name, uint32_t a, uint32_t b, uint32_t fa
 }
 
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
- * the multiplies; a prefetch depth of 2 where the grid leaves SMs a single workgroup; k steps of 64
- * where the operands fit in shared memory, else 32. */
+ * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
+ * of 1: on the H100, depth 2 was slower in every pp512 measured (0.6B F16 / Q8_0 / Q4_K_M and 8B
+ * F16 / Q4_K_M: 20-40%), small grids included. */
 static coop_plan coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
     coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
     plan.tm = env_choice("RLX_VK_COOPMAT_TM", 64, 128, plan.tm);
     if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
-    plan.depth = env_choice("RLX_VK_COOPMAT_DEPTH", 1, 2, w_tiles * ceil_div(rows, plan.tm) < COOP_FEW_TILES ? 2 : 1);
+    plan.depth = env_choice("RLX_VK_COOPMAT_DEPTH", 1, 2, 1);
     if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
     return plan;
 }
@@ -512,7 +513,8 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 }
 
 /* Few rows (decode): shaders/matvec.comp for the types it decodes, matmul.comp for the rest. */
-#define MATVEC_GPU_WG 128      /* a workgroup of several thread groups when rows are short */
+#define MATVEC_GPU_WG 256      /* a workgroup of several thread groups when rows are short */
+#define MATVEC_GPU_WG_KQUANT 128 /* Q4_K / Q6_K: fewer groups per workgroup (see matvec_wg) */
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
 #define MATVEC_MIN_GROUPS_CPU 4
 
@@ -534,6 +536,15 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
     case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
     default: return 0;
     }
+}
+
+/* Invocations per matvec workgroup on a GPU, as measured best on the H100 (tg128 of Qwen3-0.6B and
+ * 8B): 256 for plain and Q8_0 weights (0.6B Q8_0 484 -> 557 t/s against 128); the K-quants' longer
+ * units want fewer groups per workgroup: one where a row needs 64+ threads (8B Q4_K_M 158 -> 164
+ * t/s against 128), else 128 (0.6B Q4_K_M: 515 t/s against 483 with 256). */
+static uint32_t matvec_wg(uint32_t type, uint64_t t) {
+    if (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) return MATVEC_GPU_WG;
+    return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
 }
 
 /* A tuning override from the environment (read when a program is compiled): a power of two in
@@ -558,7 +569,7 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
-    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, MATVEC_GPU_WG);
+    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     uint64_t min_groups =
@@ -739,11 +750,11 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
                    stride_groups(rows * row, p->b->wg));
 }
 
-/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_MAX_GW (or up to
- * RLX_VK_ATTN_GW, a tuning knob), so a workgroup's heads share one kv head. */
+/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_DEFAULT_GW (or up
+ * to RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. */
 static uint32_t attention_gw(int64_t heads, int64_t kv_heads) {
     int64_t g = heads / kv_heads;
-    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, ATTN_MAX_GW); gw > 1; gw--)
+    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, ATTN_DEFAULT_GW); gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;
     return 1;
 }

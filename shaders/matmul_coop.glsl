@@ -13,8 +13,8 @@
 // 8 values (one uvec4 of f16) per chunk, rows padded to an odd number of uvec4 so that the 8 rows
 // of an 8 x 8 sub-block sit on distinct banks. The global loads of the next DEPTH steps are in
 // flight during the multiplies of the current one (a ring of DEPTH register sets, the k loop
-// unrolled by DEPTH so that each set has fixed registers): DEPTH 2 where the grid is too small
-// to give an SM more than one workgroup, so that one workgroup keeps twice the bytes in flight.
+// unrolled by DEPTH so that each set has fixed registers). DEPTH 2 keeps twice the bytes in flight
+// per workgroup, but measured slower on the H100 everywhere: the plan uses 1 (vk_lower.c).
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
 // DEPTH (1 or 2).
 //
