@@ -2,8 +2,8 @@
  * and on the embedded stories260K: the logits of every position of one prompt, and 8 greedy ids.
  *
  * Bounds (fixtures README): max|Δlogit| <= 3e-2, the tolerance for f16/mixed compute that the
- * backend must meet; and, since every Vulkan kernel computes in f32 like the CPU, also <= 1e-3, the
- * f32 tolerance. Greedy ids must agree exactly up to the first step whose top-2 logit margin (on
+ * backend must meet; and, since every Vulkan kernel computes in f32 like the CPU when run with
+ * RLX_VK_COOPMAT=exact (tests/vulkan.cmake), also <= 1e-3, the f32 tolerance. Greedy ids must agree exactly up to the first step whose top-2 logit margin (on
  * the CPU) is below twice that f32 bound (the near-tie rule).
  *
  *   test_vk_models [FAMILY...]    default: every family */
