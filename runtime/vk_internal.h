@@ -84,7 +84,8 @@ typedef struct vk_node {
     VkDeviceSize scratch_offset;
     int32_t n_consumers;      /* live consumers (an input used twice counts twice) */
     bool is_output;
-    rlx_node fused_into;      /* RLX_NO_NODE, or the node whose dispatch computes this one's value */
+    rlx_node fused_into;      /* RLX_NO_NODE, or the node whose dispatch computes this one's value (an
+                                 RMS_NORM folded into several matvecs: the one dispatched last) */
     uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
     rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
@@ -105,6 +106,7 @@ typedef enum {
     VK_FUSE_ATTN_QROPE,  /* ATTENTION whose query is fuse_a (ROPE, maybe with its q norm): prepared in the kernel */
     VK_FUSE_KV_ROPE,     /* KV_WRITE of fuse_a (ROPE): the RoPE kernel writes K into the cache; fuse_b, when
                             not RLX_NO_NODE, the V KV_WRITE whose rows that kernel copies too */
+    VK_FUSE_MATVEC_NORM, /* MATMUL whose x is fuse_a (RMS_NORM): shaders/matvec.comp normalises the rows itself */
 } vk_fuse;
 
 /* One compute dispatch, recorded once into the program's command buffer. */

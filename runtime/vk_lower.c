@@ -39,6 +39,8 @@ static uint32_t f32_bits(float f) {
 
 static const vk_node *node(const rlx_program *p, rlx_node i) { return &p->nodes[i]; }
 static const vk_node *in(const rlx_program *p, rlx_node i, int k) { return &p->nodes[p->nodes[i].info.in[k]]; }
+static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
+static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
 static int64_t last_dim(const vk_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
 /* Rows of the last dim per token row of n (0 when n is not token-major). */
 static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
@@ -228,6 +230,7 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
 }
 
 static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i);
+static bool takes_matvec(const rlx_program *p, rlx_node mm);
 
 /* ATTENTION(ROPE([RMS_NORM](q)), ..) on shaders/attention.comp: the query's norm and RoPE are done
  * by the attention's own workgroups (a dispatch fewer per layer). Not where the prefill kernel
@@ -237,6 +240,39 @@ static void fuse_attention_q(rlx_program *p, rlx_node i) {
     if (attention_prefill_d(p, i) || !absorbable(p, r, RLX_OP_ROPE)) return;
     p->nodes[r].fused_into = i;
     absorb(p, i, VK_FUSE_ATTN_QROPE, r, RLX_NO_NODE);
+}
+
+/* The node whose dispatch computes node j's value. */
+static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
+    while (node(p, j)->fused_into != RLX_NO_NODE) j = node(p, j)->fused_into;
+    return j;
+}
+
+/* RMS_NORM read only as the x of matmuls that run on shaders/matvec.comp (decode: q/k/v, gate/up):
+ * each of them normalises its x rows itself, and the norm has no dispatch of its own (a stage
+ * fewer, twice a layer). Where any reader takes another kernel (prefill rows, types matvec.comp
+ * does not decode) the norm keeps its dispatch: computed once, not once per reader. The norm's
+ * fused_into is its last reader's, so that its operands stay live until that dispatch. */
+static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->is_output || n->store != VK_STORE_ARENA || n->fused_into != RLX_NO_NODE || n->n_consumers == 0) return;
+    int32_t readers = 0;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        const vk_node *c = node(p, j);
+        if (!c->live || !reads(p, j, i)) continue;
+        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
+            !takes_matvec(p, j))
+            return;
+        readers++;
+    }
+    if (readers != n->n_consumers) return;
+    rlx_node last = RLX_NO_NODE;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        if (!node(p, j)->live || !reads(p, j, i)) continue;
+        absorb(p, j, VK_FUSE_MATVEC_NORM, i, RLX_NO_NODE);
+        if (last == RLX_NO_NODE || dispatch_of(p, j) > dispatch_of(p, last)) last = j;
+    }
+    p->nodes[i].fused_into = last;
 }
 
 void vk_plan_fusion(rlx_program *p) {
@@ -250,11 +286,13 @@ void vk_plan_fusion(rlx_program *p) {
         default: break;
         }
     }
-    /* after the others, so that v_partner sees every node's final fused_into */
+    /* after the others, so that v_partner sees every node's final fused_into, and a norm folded into
+     * matvecs sees where each of them is dispatched */
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
         if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
         if (node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_q(p, i);
+        if (node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_matvec(p, i);
     }
 }
 
@@ -526,7 +564,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 #define MATVEC_MIN_GROUPS_CPU 4
 
 typedef struct matvec_plan {
-    uint32_t spec[6]; /* WG, W_TYPE, NX, EPI, R, T */
+    uint32_t spec[7]; /* WG, W_TYPE, NX, EPI, R, T, NORM */
     uint64_t groups;
 } matvec_plan;
 
@@ -545,15 +583,23 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
     }
 }
 
+static uint32_t matvec_wg_max(const rlx_program *p) { return p->b->dev->caps->is_cpu ? p->b->wg : p->b->wg_row; }
+
+/* Whether matvec.comp has a path for the type and row length on this device. */
+static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
+    uint32_t unroll, sg = p->b->dev->caps->subgroup_size;
+    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p);
+}
+
 /* T threads per weight row: about one trip of UNR units each, in whole subgroups (matvec.comp's
  * reduction needs subgroups of >= 4 invocations that divide T, and T >= R * NX <= 8); G groups of
  * R rows per workgroup, fewer while the weight would give too few workgroups to fill the device. */
 static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                             uint64_t x_groups, uint32_t epi, matvec_plan *out) {
+                             uint64_t x_groups, uint32_t epi, bool norm, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t unroll, sg = c->subgroup_size, wg_max = c->is_cpu ? p->b->wg : p->b->wg_row;
+    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
+    if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
-    if (units == 0 || sg < 4 || (sg & (sg - 1)) != 0 || sg > wg_max) return false;
     uint64_t t = ceil_div(units, unroll);
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
@@ -562,9 +608,42 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint64_t min_groups = c->is_cpu ? MATVEC_MIN_GROUPS_CPU : MATVEC_MIN_GROUPS;
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
-    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t},
+    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t, norm},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
+}
+
+/* Many rows (prefill) go to the tiled kernels: they reuse each weight tile for 16+ rows. */
+static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
+    return rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256;
+}
+
+/* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
+ * on the type and row length only). */
+static bool takes_matvec(const rlx_program *p, rlx_node mm) {
+    const vk_node *x = in(p, mm, 0);
+    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    return !takes_tiled(p, rows, k) && matvec_fits(p, m.type, k);
+}
+
+/* The x rows a matmul reads: its x, or, with its RMS_NORM folded in (VK_FUSE_MATVEC_NORM), the
+ * norm's input, weights (binding 4 of matvec.comp; x again when unused) and eps. */
+typedef struct matmul_x {
+    vk_range rows, norm_w;
+    bool norm;
+    float eps;
+} matmul_x;
+
+static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
+    const vk_node *n = node(p, mm);
+    *out = (matmul_x){.norm = n->fuse == VK_FUSE_MATVEC_NORM};
+    rlx_node x = out->norm ? in0(p, n->fuse_a) : n->info.in[0];
+    RLX_TRY(vk_f32_range(p, x, &out->rows));
+    out->norm_w = out->rows;
+    if (!out->norm) return NULL;
+    out->eps = node(p, n->fuse_a)->info.attrs.eps;
+    return vk_f32_range(p, in1(p, n->fuse_a), &out->norm_w);
 }
 
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
@@ -573,32 +652,33 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    /* many rows (prefill): tiles that reuse each weight tile for 16+ rows; else one weight row per subgroup */
-    if (rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256)
-        return emit_matmul_tiled(p, out_node, mm, aux, epi);
+    if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
     uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
-    vk_range xr, auxr = vk_node_range(p, out_node);
-    RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
+    matmul_x x_in;
+    vk_range auxr = vk_node_range(p, out_node);
+    RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
+    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[4];
+        vk_range bind[5];
         uint64_t row0, part_rows;
-        bind[0] = xr;
+        bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
         bind[2] = vk_node_range(p, out_node);
         bind[3] = auxr;
-        uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            (uint32_t)m.row_bytes, tok_rows(n)};
+        bind[4] = x_in.norm_w;
+        uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                            (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps)};
         matvec_plan mv;
-        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, &mv)) {
-            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u,
-                            4u, push, sizeof push, mv.groups));
+        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm, &mv)) {
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 5, reads, 4u, push, sizeof push,
+                            mv.groups));
             continue;
         }
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
-        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
-                        push, sizeof push, groups));
+        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
+                        groups));
     }
     return NULL;
 }
@@ -882,8 +962,6 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
-static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
-static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
 
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
