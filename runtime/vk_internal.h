@@ -99,6 +99,7 @@ typedef enum {
     VK_FUSE_NONE,
     VK_FUSE_MATMUL_ADD,  /* ADD = fuse_a (MATMUL) + fuse_b: residual add in the matmul's epilogue */
     VK_FUSE_MATMUL_GATE, /* MUL = act(x of fuse_b) * fuse_a (MATMUL); fuse_b the SILU/GELU_TANH node */
+    VK_FUSE_GATE_UP,     /* VK_FUSE_MATMUL_GATE whose gate MATMUL (x of fuse_b) is computed in the same matvec */
     VK_FUSE_ACT_MUL,     /* MUL = act(x of fuse_a) * fuse_b, one elementwise kernel */
     VK_FUSE_NORM_SCALE,  /* SCALE of fuse_a (RMS_NORM): the norm's scale factor */
     VK_FUSE_NORM_ROPE,   /* ROPE of fuse_a (RMS_NORM over heads): q/k norm and RoPE in one kernel */

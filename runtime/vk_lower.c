@@ -147,6 +147,23 @@ static void fuse_add(rlx_program *p, rlx_node i) {
         }
 }
 
+static bool takes_matvec(const rlx_program *p, rlx_node mm);
+static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b);
+
+/* MUL i = act(x Wg) * (x Wu) fused as VK_FUSE_MATMUL_GATE, with the activation absorbed: when the
+ * gate matmul reads the same x, its weights match Wu's (type, shape, one binding) and the up matmul
+ * runs on shaders/matvec.comp, that matvec computes the gate rows too (its GATE), and the gate
+ * projection has no dispatch and no stage of its own. */
+static void fuse_gate_up(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    rlx_node g = in0(p, n->fuse_b), u = n->fuse_a;
+    if (!absorbable(p, g, RLX_OP_MATMUL) || in0(p, g) != in0(p, u) ||
+        !same_single_part_weights(p, in1(p, g), in1(p, u)) || !takes_matvec(p, u))
+        return;
+    p->nodes[g].fused_into = i;
+    p->nodes[i].fuse = VK_FUSE_GATE_UP;
+}
+
 static bool is_act(const rlx_program *p, rlx_node j) {
     rlx_op op = node(p, j)->info.op;
     return op == RLX_OP_SILU || op == RLX_OP_GELU_TANH;
@@ -165,6 +182,7 @@ static void fuse_mul(rlx_program *p, rlx_node i) {
             p->nodes[u].fused_into = i;
             if (act_gone) p->nodes[act].fused_into = i;
             absorb(p, i, VK_FUSE_MATMUL_GATE, u, act);
+            if (act_gone) fuse_gate_up(p, i);
             return;
         }
         if (act_gone) {
@@ -230,7 +248,6 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
 }
 
 static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i);
-static bool takes_matvec(const rlx_program *p, rlx_node mm);
 
 /* ATTENTION(ROPE([RMS_NORM](q)), ..) on shaders/attention.comp: the query's norm and RoPE are done
  * by the attention's own workgroups (a dispatch fewer per layer). Not where the prefill kernel
@@ -564,7 +581,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 #define MATVEC_MIN_GROUPS_CPU 4
 
 typedef struct matvec_plan {
-    uint32_t spec[7]; /* WG, W_TYPE, NX, EPI, R, T, NORM */
+    uint32_t spec[8]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE */
     uint64_t groups;
 } matvec_plan;
 
@@ -592,10 +609,11 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
 }
 
 /* T threads per weight row: about one trip of UNR units each, in whole subgroups (matvec.comp's
- * reduction needs subgroups of >= 4 invocations that divide T, and T >= R * NX <= 8); G groups of
- * R rows per workgroup, fewer while the weight would give too few workgroups to fill the device. */
+ * reduction needs subgroups of >= 4 invocations that divide T, and T >= RO * NX <= 8, RO its output
+ * rows per group); G groups of RO rows per workgroup (and RO gate rows under GATE), fewer while the
+ * weight would give too few workgroups to fill the device. */
 static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                             uint64_t x_groups, uint32_t epi, bool norm, matvec_plan *out) {
+                             uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
     if (!matvec_fits(p, type, k)) return false;
@@ -604,11 +622,14 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
     uint32_t wg_want = c->is_cpu ? p->b->wg : MATVEC_GPU_WG;
+    /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
+    if (gate && r > 1) r /= 2;
     uint64_t min_groups = c->is_cpu ? MATVEC_MIN_GROUPS_CPU : MATVEC_MIN_GROUPS;
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
-    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t, norm},
+    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
+                          norm, gate},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
 }
@@ -620,6 +641,12 @@ static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
 
 /* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
  * on the type and row length only). */
+static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
+    matrix ma = matrix_of(p, a), mb = matrix_of(p, b);
+    return ma.w && mb.w && ma.n_parts == 1 && mb.n_parts == 1 && ma.type == mb.type && ma.rows == mb.rows &&
+           ma.row_bytes == mb.row_bytes;
+}
+
 static bool takes_matvec(const rlx_program *p, rlx_node mm) {
     const vk_node *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
@@ -646,8 +673,15 @@ static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
     return vk_f32_range(p, in1(p, n->fuse_a), &out->norm_w);
 }
 
+/* The gate MATMUL that out_node's matvec computes beside mm's rows (VK_FUSE_GATE_UP), else RLX_NO_NODE. */
+static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
+    const vk_node *n = node(p, out_node);
+    return n->fuse == VK_FUSE_GATE_UP ? in0(p, n->fuse_b) : RLX_NO_NODE;
+}
+
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
- * EPI_*_MUL (shaders/matmul.comp, matvec.comp). */
+ * EPI_*_MUL (shaders/matmul.comp, matvec.comp), or is RLX_NO_NODE where the gate of EPI_*_MUL is
+ * computed in the same matvec (gate_of). */
 static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
@@ -659,20 +693,28 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     vk_range auxr = vk_node_range(p, out_node);
     RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u);
+    rlx_node gate = gate_of(p, out_node);
+    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[5];
+        vk_range bind[6];
         uint64_t row0, part_rows;
         bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
         bind[2] = vk_node_range(p, out_node);
         bind[3] = auxr;
         bind[4] = x_in.norm_w;
+        bind[5] = bind[1];
+        if (gate != RLX_NO_NODE) { /* one part: fuse_gate_up */
+            matrix mg = matrix_of(p, in1(p, gate));
+            uint64_t g_row0, g_rows;
+            matrix_part(&mg, 0, &bind[5], &g_row0, &g_rows);
+        }
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps)};
         matvec_plan mv;
-        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm, &mv)) {
-            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 5, reads, 4u, push, sizeof push,
+        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm, gate != RLX_NO_NODE,
+                             &mv)) {
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 6, reads, 4u, push, sizeof push,
                             mv.groups));
             continue;
         }
@@ -973,9 +1015,10 @@ static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (n->fuse == VK_FUSE_MATMUL_GATE) {
+    if (n->fuse == VK_FUSE_MATMUL_GATE || n->fuse == VK_FUSE_GATE_UP) {
         bool gelu = node(p, n->fuse_b)->info.op == RLX_OP_GELU_TANH;
-        return emit_matmul(p, i, n->fuse_a, in0(p, n->fuse_b), gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
+        rlx_node gate = n->fuse == VK_FUSE_GATE_UP ? RLX_NO_NODE : in0(p, n->fuse_b); /* else in the matvec */
+        return emit_matmul(p, i, n->fuse_a, gate, gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
     }
     if (n->fuse == VK_FUSE_ACT_MUL) {
         bool gelu = node(p, n->fuse_a)->info.op == RLX_OP_GELU_TANH;
