@@ -84,7 +84,8 @@ typedef struct vk_node {
     VkDeviceSize scratch_offset;
     int32_t n_consumers;      /* live consumers (an input used twice counts twice) */
     bool is_output;
-    rlx_node fused_into;      /* RLX_NO_NODE, or the node whose dispatch computes this one's value */
+    rlx_node fused_into;      /* RLX_NO_NODE, or the node whose dispatch computes this one's value (an
+                                 RMS_NORM folded into several matvecs: the one dispatched last) */
     uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
     rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
@@ -98,12 +99,14 @@ typedef enum {
     VK_FUSE_NONE,
     VK_FUSE_MATMUL_ADD,  /* ADD = fuse_a (MATMUL) + fuse_b: residual add in the matmul's epilogue */
     VK_FUSE_MATMUL_GATE, /* MUL = act(x of fuse_b) * fuse_a (MATMUL); fuse_b the SILU/GELU_TANH node */
+    VK_FUSE_GATE_UP,     /* VK_FUSE_MATMUL_GATE whose gate MATMUL (x of fuse_b) is computed in the same matvec */
     VK_FUSE_ACT_MUL,     /* MUL = act(x of fuse_a) * fuse_b, one elementwise kernel */
     VK_FUSE_NORM_SCALE,  /* SCALE of fuse_a (RMS_NORM): the norm's scale factor */
     VK_FUSE_NORM_ROPE,   /* ROPE of fuse_a (RMS_NORM over heads): q/k norm and RoPE in one kernel */
     VK_FUSE_NORM_ADD,    /* ADD = fuse_b + fuse_a (RMS_NORM): the residual add after a norm (Gemma 3's post-norms) */
     VK_FUSE_KV_ROPE,     /* KV_WRITE of fuse_a (ROPE): the RoPE kernel writes K into the cache; fuse_b, when
                             not RLX_NO_NODE, the V KV_WRITE whose rows that kernel copies too */
+    VK_FUSE_MATVEC_NORM, /* MATMUL whose x is fuse_a (RMS_NORM): shaders/matvec.comp normalises the rows itself */
 } vk_fuse;
 
 /* One compute dispatch, recorded once into the program's command buffer. */

@@ -40,6 +40,8 @@ static uint32_t f32_bits(float f) {
 
 static const vk_node *node(const rlx_program *p, rlx_node i) { return &p->nodes[i]; }
 static const vk_node *in(const rlx_program *p, rlx_node i, int k) { return &p->nodes[p->nodes[i].info.in[k]]; }
+static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
+static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
 static int64_t last_dim(const vk_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
 /* Rows of the last dim per token row of n (0 when n is not token-major). */
 static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
@@ -146,6 +148,23 @@ static void fuse_add(rlx_program *p, rlx_node i) {
         }
 }
 
+static bool takes_matvec(const rlx_program *p, rlx_node mm);
+static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b);
+
+/* MUL i = act(x Wg) * (x Wu) fused as VK_FUSE_MATMUL_GATE, with the activation absorbed: when the
+ * gate matmul reads the same x, its weights match Wu's (type, shape, one binding) and the up matmul
+ * runs on shaders/matvec.comp, that matvec computes the gate rows too (its GATE), and the gate
+ * projection has no dispatch and no stage of its own. */
+static void fuse_gate_up(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    rlx_node g = in0(p, n->fuse_b), u = n->fuse_a;
+    if (!absorbable(p, g, RLX_OP_MATMUL) || in0(p, g) != in0(p, u) ||
+        !same_single_part_weights(p, in1(p, g), in1(p, u)) || !takes_matvec(p, u))
+        return;
+    p->nodes[g].fused_into = i;
+    p->nodes[i].fuse = VK_FUSE_GATE_UP;
+}
+
 static bool is_act(const rlx_program *p, rlx_node j) {
     rlx_op op = node(p, j)->info.op;
     return op == RLX_OP_SILU || op == RLX_OP_GELU_TANH;
@@ -164,6 +183,7 @@ static void fuse_mul(rlx_program *p, rlx_node i) {
             p->nodes[u].fused_into = i;
             if (act_gone) p->nodes[act].fused_into = i;
             absorb(p, i, VK_FUSE_MATMUL_GATE, u, act);
+            if (act_gone) fuse_gate_up(p, i);
             return;
         }
         if (act_gone) {
@@ -228,6 +248,39 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
 }
 
+/* The node whose dispatch computes node j's value. */
+static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
+    while (node(p, j)->fused_into != RLX_NO_NODE) j = node(p, j)->fused_into;
+    return j;
+}
+
+/* RMS_NORM read only as the x of matmuls that run on shaders/matvec.comp (decode: q/k/v, gate/up):
+ * each of them normalises its x rows itself, and the norm has no dispatch of its own (a stage
+ * fewer, twice a layer). Where any reader takes another kernel (prefill rows, types matvec.comp
+ * does not decode) the norm keeps its dispatch: computed once, not once per reader. The norm's
+ * fused_into is its last reader's, so that its operands stay live until that dispatch. */
+static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->is_output || n->store != VK_STORE_ARENA || n->fused_into != RLX_NO_NODE || n->n_consumers == 0) return;
+    int32_t readers = 0;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        const vk_node *c = node(p, j);
+        if (!c->live || !reads(p, j, i)) continue;
+        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
+            !takes_matvec(p, j))
+            return;
+        readers++;
+    }
+    if (readers != n->n_consumers) return;
+    rlx_node last = RLX_NO_NODE;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        if (!node(p, j)->live || !reads(p, j, i)) continue;
+        absorb(p, j, VK_FUSE_MATVEC_NORM, i, RLX_NO_NODE);
+        if (last == RLX_NO_NODE || dispatch_of(p, j) > dispatch_of(p, last)) last = j;
+    }
+    p->nodes[i].fused_into = last;
+}
+
 void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
@@ -239,9 +292,13 @@ void vk_plan_fusion(rlx_program *p) {
         default: break;
         }
     }
-    /* after the others, so that v_partner sees every node's final fused_into */
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
+    /* after the others, so that v_partner sees every node's final fused_into, and a norm folded into
+     * matvecs sees where each of them is dispatched */
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        if (!node(p, i)->live) continue;
+        if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
+        if (node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_matvec(p, i);
+    }
 }
 
 /* ---- preparation ---- */
@@ -519,7 +576,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 #define MATVEC_MIN_GROUPS_CPU 4
 
 typedef struct matvec_plan {
-    uint32_t spec[6]; /* WG, W_TYPE, NX, EPI, R, T */
+    uint32_t spec[8]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE */
     uint64_t groups;
 } matvec_plan;
 
@@ -555,64 +612,132 @@ static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t fa
     return x >= lo && x <= hi && (x & (x - 1)) == 0 ? x : fallback;
 }
 
+static uint32_t matvec_wg_max(const rlx_program *p) { return p->b->dev->caps->is_cpu ? p->b->wg : p->b->wg_row; }
+
+/* Whether matvec.comp has a path for the type and row length on this device. */
+static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
+    uint32_t unroll, sg = p->b->dev->caps->subgroup_size;
+    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p);
+}
+
 /* T threads per weight row: about TRIPS trips of UNR units each (1 unless RLX_VK_MATVEC_TRIPS), in
  * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
- * T >= R * NX <= 8); G groups of R rows per workgroup, fewer while the weight would give too few
- * workgroups to fill the device. RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults:
- * knobs for measuring, as the best values differ between devices. */
+ * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
+ * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
+ * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults: knobs for measuring, as the best
+ * values differ between devices. */
 static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                             uint64_t x_groups, uint32_t epi, matvec_plan *out) {
+                             uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t unroll, sg = c->subgroup_size, wg_max = c->is_cpu ? p->b->wg : p->b->wg_row;
+    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
+    if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
-    if (units == 0 || sg < 4 || (sg & (sg - 1)) != 0 || sg > wg_max) return false;
     uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
     uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
+    /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    if (gate && r > 1) r /= 2;
     uint64_t min_groups =
         c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
-    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)r, (uint32_t)t},
+    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
+                          norm, gate},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
 }
 
+/* Many rows (prefill) go to the tiled kernels: they reuse each weight tile for 16+ rows. */
+static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
+    return rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256;
+}
+
+/* Whether a and b are weights of one type and shape, each in a single binding. */
+static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
+    matrix ma = matrix_of(p, a), mb = matrix_of(p, b);
+    return ma.w && mb.w && ma.n_parts == 1 && mb.n_parts == 1 && ma.type == mb.type && ma.rows == mb.rows &&
+           ma.row_bytes == mb.row_bytes;
+}
+
+/* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
+ * on the type and row length only). */
+static bool takes_matvec(const rlx_program *p, rlx_node mm) {
+    const vk_node *x = in(p, mm, 0);
+    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    return !takes_tiled(p, rows, k) && matvec_fits(p, m.type, k);
+}
+
+/* The x rows a matmul reads: its x, or, with its RMS_NORM folded in (VK_FUSE_MATVEC_NORM), the
+ * norm's input, weights (binding 4 of matvec.comp; x again when unused) and eps. */
+typedef struct matmul_x {
+    vk_range rows, norm_w;
+    bool norm;
+    float eps;
+} matmul_x;
+
+static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
+    const vk_node *n = node(p, mm);
+    *out = (matmul_x){.norm = n->fuse == VK_FUSE_MATVEC_NORM};
+    rlx_node x = out->norm ? in0(p, n->fuse_a) : n->info.in[0];
+    RLX_TRY(vk_f32_range(p, x, &out->rows));
+    out->norm_w = out->rows;
+    if (!out->norm) return NULL;
+    out->eps = node(p, n->fuse_a)->info.attrs.eps;
+    return vk_f32_range(p, in1(p, n->fuse_a), &out->norm_w);
+}
+
+/* The gate MATMUL that out_node's matvec computes beside mm's rows (VK_FUSE_GATE_UP), else RLX_NO_NODE. */
+static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
+    const vk_node *n = node(p, out_node);
+    return n->fuse == VK_FUSE_GATE_UP ? in0(p, n->fuse_b) : RLX_NO_NODE;
+}
+
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
- * EPI_*_MUL (shaders/matmul.comp, matvec.comp). */
+ * EPI_*_MUL (shaders/matmul.comp, matvec.comp), or is RLX_NO_NODE where the gate of EPI_*_MUL is
+ * computed in the same matvec (gate_of). */
 static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    /* many rows (prefill): tiles that reuse each weight tile for 16+ rows; else one weight row per subgroup */
-    if (rows >= TILED_MIN_ROWS && k % 32 == 0 && p->b->wg_row == 256)
-        return emit_matmul_tiled(p, out_node, mm, aux, epi);
+    if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
     uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
-    vk_range xr, auxr = vk_node_range(p, out_node);
-    RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
+    matmul_x x_in;
+    vk_range auxr = vk_node_range(p, out_node);
+    RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
+    rlx_node gate = gate_of(p, out_node);
+    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[4];
+        vk_range bind[6];
         uint64_t row0, part_rows;
-        bind[0] = xr;
+        bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
         bind[2] = vk_node_range(p, out_node);
         bind[3] = auxr;
-        uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            (uint32_t)m.row_bytes, tok_rows(n)};
+        bind[4] = x_in.norm_w;
+        bind[5] = bind[1];
+        if (gate != RLX_NO_NODE) { /* one part: fuse_gate_up */
+            matrix mg = matrix_of(p, in1(p, gate));
+            uint64_t g_row0, g_rows;
+            matrix_part(&mg, 0, &bind[5], &g_row0, &g_rows);
+        }
+        uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                            (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps)};
         matvec_plan mv;
-        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, &mv)) {
-            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u,
-                            4u, push, sizeof push, mv.groups));
+        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm, gate != RLX_NO_NODE,
+                             &mv)) {
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 6, reads, 4u, push, sizeof push,
+                            mv.groups));
             continue;
         }
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
-        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u,
-                        push, sizeof push, groups));
+        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
+                        groups));
     }
     return NULL;
 }
@@ -853,8 +978,6 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
-static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
-static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
 
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
@@ -866,9 +989,10 @@ static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (n->fuse == VK_FUSE_MATMUL_GATE) {
+    if (n->fuse == VK_FUSE_MATMUL_GATE || n->fuse == VK_FUSE_GATE_UP) {
         bool gelu = node(p, n->fuse_b)->info.op == RLX_OP_GELU_TANH;
-        return emit_matmul(p, i, n->fuse_a, in0(p, n->fuse_b), gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
+        rlx_node gate = n->fuse == VK_FUSE_GATE_UP ? RLX_NO_NODE : in0(p, n->fuse_b); /* else in the matvec */
+        return emit_matmul(p, i, n->fuse_a, gate, gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
     }
     if (n->fuse == VK_FUSE_ACT_MUL) {
         bool gelu = node(p, n->fuse_a)->info.op == RLX_OP_GELU_TANH;

@@ -3,6 +3,13 @@
 // F32, F16, BF16, Q8_0, Q4_K, Q6_K (runtime/vk_lower.c sends other types to matmul.comp).
 // out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) for the weight rows [m0, m0 + m_rows) held by
 // this binding (large weights come in row parts).
+// NORM: x is RMS_NORM(x, nw) of the raw rows bound (the norm has no dispatch of its own, a stage
+// fewer in decode): x is multiplied by nw as it is loaded, each row's sum of squares is gathered on
+// the way, from the same loads, and meets in the final reduction with the dot products, which are
+// then scaled by rsqrt(mean + eps). No barrier comes before the weight loads.
+// GATE: the gated FFN's act(x Wg) * (x Wu) in one dispatch (the gate projection needs no dispatch
+// and no stage of its own): of a group's R rows, the first R / 2 are rows of Wu (binding 1) and
+// the last R / 2 the same rows of Wg (binding 5), so the pair meets in the final reduction.
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
 // in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
@@ -33,9 +40,11 @@ layout(constant_id = 2) const uint NX = 1; // rows of x per workgroup
 layout(constant_id = 3) const uint EPI = 0;
 layout(constant_id = 4) const uint R = 1;  // weight rows per group
 layout(constant_id = 5) const uint T = 64; // threads per group
+layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw), see above
+layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
-#define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection)
+#define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
 #define EPI_GELU_MUL 3u // out = gelu_tanh(aux) * dot
 
 layout(set = 1, binding = 0) readonly buffer X { vec4 xv[]; }; // rows of k floats, k % 4 == 0
@@ -43,6 +52,9 @@ layout(set = 1, binding = 1) readonly buffer Wt { uvec4 wq[]; };
 layout(set = 1, binding = 1) readonly buffer Wt1 { uint wu[]; }; // the same weights, for word loads
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
+layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM: the norm's weights (k floats)
+layout(set = 1, binding = 5) readonly buffer Wg { uvec4 gq[]; }; // GATE: the gate weights, same type and shape
+layout(set = 1, binding = 5) readonly buffer Wg1 { uint gu[]; };
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -52,6 +64,7 @@ layout(push_constant) uniform Push {
     uint m;         // output row stride (all weight rows)
     uint row_bytes; // bytes per weight row
     uint tok;       // x rows per token (0: all rows)
+    float eps;      // NORM
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -59,19 +72,33 @@ layout(push_constant) uniform Push {
 #include "act.glsl"
 
 const uint RN = R * NX; // sums per thread
+const uint RO = GATE != 0u ? R / 2u : R; // output rows per group
 const uint G = WG / T;
 // Units per thread and trip: two give each thread 2R independent loads of 16 bytes (or 8R words);
 // a Q4_K unit already issues two such loads of quants per row, a Q6_K unit 10 words.
 const uint UNR = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K ? 1u : 2u;
 
-shared float red[(WG / 4u) * RN]; // [subgroup][sum]
+const uint RS = RN + NORM * NX; // sums per subgroup in red: the dot products, then NORM's sums of squares
+shared float red[(WG / 4u) * RS]; // [subgroup][sum]
 
 float acc[RN]; // acc[r * NX + c]: weight row r of the group, x row c
+float ss[NX];  // NORM: sum of squares of x row c over this thread's units
 uint wrow[R];  // byte address of each weight row (clamped to the last row)
 uint xrow[NX]; // vec4 index of each x row (clamped to the last valid row)
 uint lane;     // thread number within the group
 
-uint word(uint i) { return wu[i]; }
+// Weight row r's 16 bytes or word i (r is a constant once loops are unrolled: no branch remains).
+uvec4 w16(uint r, uint i) { return GATE != 0u && r >= RO ? gq[i] : wq[i]; }
+uint word(uint r, uint i) { return GATE != 0u && r >= RO ? gu[i] : wu[i]; }
+
+// vec4 i of x row c, as the weight rows are multiplied by it: times the norm's weights under NORM.
+// Every vec4 of a row is loaded once per thread group, so its square is counted once.
+vec4 xget(uint c, uint i) {
+    vec4 v = xv[xrow[c] + i];
+    if (NORM == 0u) return v;
+    ss[c] += dot(v, v);
+    return v * nw[i];
+}
 
 // q - bias as a float, exactly, for an integer 0 <= q < 2^23.
 float qf(uint q, float bias) { return uintBitsToFloat(q | 0x4B000000u) - (8388608.0 + bias); }
@@ -101,17 +128,17 @@ void mv_plain() {
         uvec4 q[UNR * R];
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = min(u0 + j * T, n - 1u);
-            [[unroll]] for (uint r = 0u; r < R; r++) q[j * R + r] = wq[wrow[r] / 16u + u];
+            [[unroll]] for (uint r = 0u; r < R; r++) q[j * R + r] = w16(r, wrow[r] / 16u + u);
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = u0 + j * T;
             if (u >= n) break;
             [[unroll]] for (uint c = 0u; c < NX; c++) {
                 if (W_TYPE == T_F32) {
-                    vec4 xa = xv[xrow[c] + u];
+                    vec4 xa = xget(c, u);
                     [[unroll]] for (uint r = 0u; r < R; r++) acc[r * NX + c] += dot(uintBitsToFloat(q[j * R + r]), xa);
                 } else {
-                    vec4 xa = xv[xrow[c] + 2u * u], xb = xv[xrow[c] + 2u * u + 1u], lo, hi;
+                    vec4 xa = xget(c, 2u * u), xb = xget(c, 2u * u + 1u), lo, hi;
                     [[unroll]] for (uint r = 0u; r < R; r++) {
                         plain8(q[j * R + r], lo, hi);
                         acc[r * NX + c] += dot(lo, xa) + dot(hi, xb);
@@ -134,14 +161,14 @@ void mv_q8_0() {
             uint u = min(u0 + j * T, n - 1u);
             [[unroll]] for (uint r = 0u; r < R; r++) {
                 uint b = wrow[r] + (u >> 2) * 34u, i = (b + 2u + (u & 3u) * 8u) >> 2;
-                q[j * R + r] = uvec4(word(b >> 2), word(i), word(i + 1u), word(i + 2u));
+                q[j * R + r] = uvec4(word(r, b >> 2), word(r, i), word(r, i + 1u), word(r, i + 2u));
             }
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = u0 + j * T;
             if (u >= n) break;
             [[unroll]] for (uint c = 0u; c < NX; c++) {
-                vec4 xa = xv[xrow[c] + 2u * u], xb = xv[xrow[c] + 2u * u + 1u];
+                vec4 xa = xget(c, 2u * u), xb = xget(c, 2u * u + 1u);
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 w = q[j * R + r];
                     uint sh = ((wrow[r] + (u >> 2) * 34u) & 2u) * 8u; // d's half of its word
@@ -178,9 +205,9 @@ void mv_q4_k() {
             uint u = min(u0 + j * T, n - 1u);
             [[unroll]] for (uint r = 0u; r < R; r++) {
                 uint b = wrow[r] / 16u + (u >> 2) * 9u + 2u * (u & 3u);
-                hd[j * R + r] = wq[b - 2u * (u & 3u)];
-                qs[2u * (j * R + r)] = wq[b + 1u];
-                qs[2u * (j * R + r) + 1u] = wq[b + 2u];
+                hd[j * R + r] = w16(r, b - 2u * (u & 3u));
+                qs[2u * (j * R + r)] = w16(r, b + 1u);
+                qs[2u * (j * R + r) + 1u] = w16(r, b + 2u);
             }
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
@@ -198,8 +225,8 @@ void mv_q4_k() {
                 [[unroll]] for (uint h = 0u; h < 2u; h++) { // the two 16-byte halves: x of one half live at a time
                     vec4 xl[4], xh[4];
                     [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                        xl[i] = xv[xrow[c] + x0 + 4u * h + i];
-                        xh[i] = xv[xrow[c] + x0 + 8u + 4u * h + i];
+                        xl[i] = xget(c, x0 + 4u * h + i);
+                        xh[i] = xget(c, x0 + 8u + 4u * h + i);
                         xs += vec4(xl[i].x + xl[i].y, xl[i].z + xl[i].w, xh[i].x + xh[i].y, xh[i].z + xh[i].w);
                     }
                     [[unroll]] for (uint r = 0u; r < R; r++) {
@@ -253,9 +280,9 @@ void mv_q6_k() {
             [[unroll]] for (uint r = 0u; r < R; r++) {
                 uint wb = (wrow[r] + (u >> 4) * 210u) >> 2, i = wb + 16u * half_n + (u & 7u);
                 uint h = wb + 32u + 8u * half_n + (u & 7u), s = wb + 48u + 2u * half_n;
-                qa[j * R + r] = uvec4(word(i), word(i + 1u), word(i + 8u), word(i + 9u));
-                qb[j * R + r] = uvec4(word(h), word(h + 1u), word(s), word(s + 1u));
-                qc[j * R + r] = uvec2(word(s + 2u), word(wb + 52u));
+                qa[j * R + r] = uvec4(word(r, i), word(r, i + 1u), word(r, i + 8u), word(r, i + 9u));
+                qb[j * R + r] = uvec4(word(r, h), word(r, h + 1u), word(r, s), word(r, s + 1u));
+                qc[j * R + r] = uvec2(word(r, s + 2u), word(r, wb + 52u));
             }
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
@@ -264,7 +291,7 @@ void mv_q6_k() {
             uint half_n = (u >> 3) & 1u, g = ((u & 7u) >> 2) * 8u, x0 = (u >> 4) * 64u + half_n * 32u + (u & 7u);
             [[unroll]] for (uint c = 0u; c < NX; c++) {
                 vec4 xs[4]; // x of l = 4j .. 4j + 3 for each t, see q6_vals
-                [[unroll]] for (uint t = 0u; t < 4u; t++) xs[t] = xv[xrow[c] + x0 + 8u * t] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+                [[unroll]] for (uint t = 0u; t < 4u; t++) xs[t] = xget(c, x0 + 8u * t) * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 a = qa[j * R + r], b = qb[j * R + r];
                     uvec2 e = qc[j * R + r];
@@ -286,15 +313,16 @@ void mv_q6_k() {
 }
 
 void main() {
-    uint gid = group_id(), per_wg = G * R, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
+    uint gid = group_id(), per_wg = G * RO, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
     uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
     uint rows = valid_rows(p.rows, p.tok);
     if (r0 >= rows) return; // the whole workgroup: no barrier is skipped by part of it
     uint spg = max(T / gl_SubgroupSize, 1u), g = gl_SubgroupID / spg;
     lane = (gl_SubgroupID % spg) * gl_SubgroupSize + gl_SubgroupInvocationID;
-    [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * R + r, p.m_rows - 1u) * p.row_bytes;
+    [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * RO + r % RO, p.m_rows - 1u) * p.row_bytes;
     [[unroll]] for (uint c = 0u; c < NX; c++) xrow[c] = min(r0 + c, rows - 1u) * (p.k / 4u);
     [[unroll]] for (uint s = 0u; s < RN; s++) acc[s] = 0.0;
+    [[unroll]] for (uint c = 0u; c < NX; c++) ss[c] = 0.0;
     switch (W_TYPE) {
     case T_Q8_0: mv_q8_0(); break;
     case T_Q4_K: mv_q4_k(); break;
@@ -303,20 +331,35 @@ void main() {
     }
     [[unroll]] for (uint s = 0u; s < RN; s++) {
         float v = subgroupAdd(acc[s]);
-        if (subgroupElect()) red[gl_SubgroupID * RN + s] = v;
+        if (subgroupElect()) red[gl_SubgroupID * RS + s] = v;
     }
+    if (NORM != 0u)
+        [[unroll]] for (uint c = 0u; c < NX; c++) {
+            float v = subgroupAdd(ss[c]);
+            if (subgroupElect()) red[gl_SubgroupID * RS + RN + c] = v;
+        }
     barrier();
     uint t = gl_LocalInvocationIndex;
-    if (t >= G * RN) return;
-    uint gg = t / RN, s = t % RN, wr = w0 + gg * R + s / NX, xr = r0 + s % NX;
+    if (t >= G * RO * NX) return;
+    uint gg = t / (RO * NX), s = t % (RO * NX), wr = w0 + gg * RO + s / NX, xr = r0 + s % NX;
     if (wr >= p.m_rows || xr >= rows) return;
-    float v = 0.0;
-    for (uint i = 0u; i < spg; i++) v += red[(gg * spg + i) * RN + s];
+    float v = 0.0, gv = 0.0; // gv: the gate row's dot product (GATE)
+    for (uint i = 0u; i < spg; i++) {
+        v += red[(gg * spg + i) * RS + s];
+        if (GATE != 0u) gv += red[(gg * spg + i) * RS + RO * NX + s];
+    }
+    if (NORM != 0u) {
+        float sq = 0.0;
+        for (uint i = 0u; i < spg; i++) sq += red[(gg * spg + i) * RS + RN + s % NX];
+        float rs = inversesqrt(sq / float(p.k) + p.eps);
+        v *= rs;
+        gv *= rs;
+    }
     uint oi = xr * p.m + p.m0 + wr;
     switch (EPI) {
     case EPI_ADD: v += aux[oi]; break;
-    case EPI_SILU_MUL: v *= silu(aux[oi]); break;
-    case EPI_GELU_MUL: v *= gelu_tanh(aux[oi]); break;
+    case EPI_SILU_MUL: v *= silu(GATE != 0u ? gv : aux[oi]); break;
+    case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
     }
     o[oi] = v;
 }

@@ -737,6 +737,117 @@ static void test_norm_add(void) {
     }
 }
 
+/* The decode patterns around a layer's norms (runtime/vk_lower.c fuse_norm_matvec): an attention
+ * norm read by the q, k and v projections, an FFN norm read by the gate and up projections (a
+ * gated FFN with its down projection and residual), and a norm with one more reader that is not a
+ * matmul. On few rows each matvec normalises x itself and the norm has no dispatch, and the gate
+ * and up projections share one matvec (fuse_gate_up); on prefill rows (tiled matmuls) and with the
+ * extra reader the norm keeps its own dispatch. */
+typedef enum { NORM_QKV, NORM_FFN, NORM_EXTRA } norm_pattern;
+
+static void norm_matvec_case(norm_pattern pat, uint32_t type, int64_t k, int64_t rows, uint32_t norm_type) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, rows, k, 0), 2.0f);
+    rlx_node h = rlx_rms_norm(t.g, x, weight(&t, norm_type, 1, k, 0, 0), 1e-6f);
+    int64_t f = 256;
+    const char *what = "";
+    switch (pat) {
+    case NORM_QKV:
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 96, k, 0)), "q");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 40, k, 0)), "k");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 40, k, 0)), "v");
+        what = "q,k,v(norm(x))";
+        break;
+    case NORM_FFN: {
+        rlx_node g = rlx_silu(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, f, k, 0)));
+        rlx_node u = rlx_matmul(t.g, h, weight(&t, type, 2, f, k, 0));
+        rlx_node y = rlx_add(t.g, x, rlx_matmul(t.g, rlx_mul(t.g, g, u), weight(&t, type, 2, k, f, 0)));
+        rlx_graph_mark_output(t.g, y, "y");
+        what = "x + down(silu(gate) * up)(norm(x))";
+        break;
+    }
+    case NORM_EXTRA:
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 96, k, 0)), "q");
+        rlx_graph_mark_output(t.g, rlx_scale(t.g, h, 0.5f), "half");
+        what = "q(norm(x)), norm(x) / 2";
+        break;
+    }
+    char label[96];
+    snprintf(label, sizeof label, "%s %s k=%lld rows=%lld nw %s", what, tname(type), (long long)k, (long long)rows,
+             tname(norm_type));
+    int32_t n = (int32_t)rows;
+    step steps[] = {{0, n}, {n + 2, n > 1 ? n - 1 : 1}};
+    compare(RLX_OP_RMS_NORM, label, &t, steps, 2, true, TOL_F32);
+    size_t norms = vk_dispatch_count(&t, RLX_VK_KERNEL_rms_norm), mvs = vk_dispatch_count(&t, RLX_VK_KERNEL_matvec);
+    size_t want = pat == NORM_EXTRA || rows >= 16 ? 1 : 0;
+    size_t want_mv = rows >= 16 ? 0 : pat == NORM_QKV ? 3 : pat == NORM_FFN ? 2 : 1;
+    T_CHECK(norms == want, "%s: %zu rms_norm dispatches, expected %zu", label, norms, want);
+    T_CHECK(mvs == want_mv, "%s: %zu matvec dispatches, expected %zu", label, mvs, want_mv);
+    printf("  %-10s %-44s rms_norm dispatches: %zu, matvec: %zu\n", "RMS_NORM", label, norms, mvs);
+    tg_free(&t);
+}
+
+static void test_norm_matvec(void) {
+    static const uint32_t types[] = {RLX_DTYPE_F16, RLX_DTYPE_Q8_0, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K};
+    static const int64_t rows[] = {1, 2, 3, 5, 8, 20};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            norm_matvec_case(NORM_QKV, types[i], 512, rows[r], RLX_DTYPE_F32);
+            norm_matvec_case(NORM_FFN, types[i], 512, rows[r], RLX_DTYPE_F32);
+        }
+    for (int64_t r = 1; r <= 8; r++) norm_matvec_case(NORM_QKV, RLX_DTYPE_Q4_K, 1024, r, RLX_DTYPE_F32);
+    norm_matvec_case(NORM_QKV, RLX_DTYPE_F32, 600, 3, RLX_DTYPE_F16);  /* norm weights decoded to f32 */
+    norm_matvec_case(NORM_QKV, RLX_DTYPE_BF16, 1200, 12, RLX_DTYPE_F32); /* two workgroups of 8 x rows */
+    norm_matvec_case(NORM_EXTRA, RLX_DTYPE_Q8_0, 512, 2, RLX_DTYPE_F32);
+}
+
+/* act(x Wg) * (x Wu) in one matvec (runtime/vk_lower.c fuse_gate_up) where the two projections
+ * read the same x and have weights of one type and shape, in either operand order and for both
+ * activations; two matvecs otherwise (types differ, x differs). */
+typedef struct gate_up_case {
+    uint32_t gate_type, up_type;
+    bool gelu, swapped, other_x;
+    int64_t k, f, rows;
+} gate_up_case;
+
+static void gate_up_case_run(const gate_up_case *c) {
+    tgraph t;
+    tg_init(&t);
+    rlx_node x = in_f32(&t, shape(2, c->rows, c->k, 0), 1.0f);
+    rlx_node xu = c->other_x ? in_f32(&t, shape(2, c->rows, c->k, 0), 1.0f) : x;
+    rlx_node g = rlx_matmul(t.g, x, weight(&t, c->gate_type, 2, c->f, c->k, 0));
+    g = c->gelu ? rlx_gelu_tanh(t.g, g) : rlx_silu(t.g, g);
+    rlx_node u = rlx_matmul(t.g, xu, weight(&t, c->up_type, 2, c->f, c->k, 0));
+    rlx_graph_mark_output(t.g, c->swapped ? rlx_mul(t.g, u, g) : rlx_mul(t.g, g, u), "y");
+    char label[96];
+    snprintf(label, sizeof label, "%s(x Wg %s)%s(x%s Wu %s) k=%lld f=%lld rows=%lld", c->gelu ? "gelu" : "silu",
+             tname(c->gate_type), c->swapped ? " *r " : " * ", c->other_x ? "'" : "", tname(c->up_type),
+             (long long)c->k, (long long)c->f, (long long)c->rows);
+    int32_t n = (int32_t)c->rows;
+    step steps[] = {{0, n}, {5, n > 1 ? n - 1 : 1}};
+    compare(RLX_OP_MUL, label, &t, steps, 2, true, TOL_F32);
+    size_t mvs = vk_dispatch_count(&t, RLX_VK_KERNEL_matvec);
+    size_t want = c->gate_type == c->up_type && !c->other_x ? 1 : 2;
+    T_CHECK(mvs == want, "%s: %zu matvec dispatches, expected %zu", label, mvs, want);
+    printf("  %-10s %-44s matvec dispatches: %zu\n", "MUL", label, mvs);
+    tg_free(&t);
+}
+
+static void test_gate_up(void) {
+    static const gate_up_case cases[] = {
+        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, true, false, false, 512, 300, 1},
+        {RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, false, true, false, 256, 130, 3},
+        {RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, true, true, false, 224, 70, 8},
+        {RLX_DTYPE_F16, RLX_DTYPE_F16, false, false, false, 296, 37, 12},
+        {RLX_DTYPE_F32, RLX_DTYPE_F32, false, false, false, 148, 19, 5},
+        {RLX_DTYPE_BF16, RLX_DTYPE_BF16, true, false, false, 1200, 65, 2},
+        {RLX_DTYPE_Q8_0, RLX_DTYPE_F16, false, false, false, 256, 64, 2},
+        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, false, false, true, 512, 64, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gate_up_case_run(&cases[i]);
+}
+
 static void test_kv_fusions(void) {
     static const kv_case cases[] = {
         {true, false, 1, 16, 8, 128, 128, 40, 128, 0, RLX_ROPE_LAYOUT_NEOX},  /* qwen3-0.6b decode shape */
@@ -803,6 +914,8 @@ int main(void) {
     test_fusions();
     test_kv_fusions();
     test_norm_add();
+    test_norm_matvec();
+    test_gate_up();
     test_unsupported_type();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
