@@ -254,6 +254,17 @@ static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
     return j;
 }
 
+/* A folded norm makes every x load of a matvec also load and multiply the norm's weights. Long
+ * K-quant rows are already bound by their x traffic (8 x floats per weight byte): there it cost
+ * more than the stage it saves (H100, Qwen3-8B Q4_K_M tg128 164 -> 145 t/s; rows of 4,096), while
+ * Qwen3-0.6B's rows of 1,024 gained. */
+#define NORM_FOLD_MAX_KQUANT_K 2048
+
+static bool norm_fold_pays(const rlx_program *p, rlx_node mm) {
+    uint32_t type = matrix_of(p, node(p, mm)->info.in[1]).type;
+    return (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) || last_dim(in(p, mm, 0)) <= NORM_FOLD_MAX_KQUANT_K;
+}
+
 /* RMS_NORM read only as the x of matmuls that run on shaders/matvec.comp (decode: q/k/v, gate/up):
  * each of them normalises its x rows itself, and the norm has no dispatch of its own (a stage
  * fewer, twice a layer). Where any reader takes another kernel (prefill rows, types matvec.comp
@@ -267,7 +278,7 @@ static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
         const vk_node *c = node(p, j);
         if (!c->live || !reads(p, j, i)) continue;
         if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
-            !takes_matvec(p, j))
+            !takes_matvec(p, j) || !norm_fold_pays(p, j))
             return;
         readers++;
     }
@@ -598,10 +609,12 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
 /* Invocations per matvec workgroup on a GPU, as measured best on the H100 (tg128 of Qwen3-0.6B and
  * 8B): 256 for plain and Q8_0 weights (0.6B Q8_0 484 -> 557 t/s against 128); the K-quants' longer
  * units want fewer groups per workgroup: one where a row needs 64+ threads (8B Q4_K_M 158 -> 164
- * t/s against 128), else 128 (0.6B Q4_K_M: 515 t/s against 483 with 256). */
-static uint32_t matvec_wg(uint32_t type, uint64_t t) {
+ * t/s against 128), two under GATE, whose groups hold half the output rows (one gave 1.5 waves of
+ * 6,144 small workgroups: the 8B gate/up matvec took 75 us), else 128 (0.6B Q4_K_M: 515 t/s against
+ * 483 with 256). */
+static uint32_t matvec_wg(uint32_t type, uint64_t t, bool gate) {
     if (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) return MATVEC_GPU_WG;
-    return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
+    return t >= 64 ? (uint32_t)(gate ? 2 * t : t) : MATVEC_GPU_WG_KQUANT;
 }
 
 /* A tuning override from the environment (read when a program is compiled): a power of two in
@@ -635,7 +648,7 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
-    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
+    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t, gate));
     /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
