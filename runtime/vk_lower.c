@@ -522,10 +522,12 @@ static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
-static uint32_t env_choice(const char *name, uint32_t a, uint32_t b, uint32_t fallback) {
+/* A tuning override from the environment (read when a program is compiled): a power of two in
+ * [lo, hi], else fallback. */
+static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t fallback) {
     const char *v = getenv(name);
     uint32_t x = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
-    return x == a || x == b ? x : fallback;
+    return x >= lo && x <= hi && (x & (x - 1)) == 0 ? x : fallback;
 }
 
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
@@ -536,9 +538,9 @@ static coop_plan coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64
     const rlx_vk_caps *c = p->b->dev->caps;
     uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
     coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
-    plan.tm = env_choice("RLX_VK_COOPMAT_TM", 64, 128, plan.tm);
+    plan.tm = env_pow2("RLX_VK_COOPMAT_TM", 64, 128, plan.tm);
     if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
-    plan.depth = env_choice("RLX_VK_COOPMAT_DEPTH", 1, 2, 1);
+    plan.depth = env_pow2("RLX_VK_COOPMAT_DEPTH", 1, 2, 1);
     if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
     return plan;
 }
@@ -609,20 +611,10 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
 /* Invocations per matvec workgroup on a GPU, as measured best on the H100 (tg128 of Qwen3-0.6B and
  * 8B): 256 for plain and Q8_0 weights (0.6B Q8_0 484 -> 557 t/s against 128); the K-quants' longer
  * units want fewer groups per workgroup: one where a row needs 64+ threads (8B Q4_K_M 158 -> 164
- * t/s against 128), two under GATE, whose groups hold half the output rows (one gave 1.5 waves of
- * 6,144 small workgroups: the 8B gate/up matvec took 75 us), else 128 (0.6B Q4_K_M: 515 t/s against
- * 483 with 256). */
-static uint32_t matvec_wg(uint32_t type, uint64_t t, bool gate) {
+ * t/s against 128), else 128 (0.6B Q4_K_M: 515 t/s against 483 with 256). */
+static uint32_t matvec_wg(uint32_t type, uint64_t t) {
     if (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) return MATVEC_GPU_WG;
-    return t >= 64 ? (uint32_t)(gate ? 2 * t : t) : MATVEC_GPU_WG_KQUANT;
-}
-
-/* A tuning override from the environment (read when a program is compiled): a power of two in
- * [lo, hi], else fallback. */
-static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t fallback) {
-    const char *v = getenv(name);
-    uint32_t x = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
-    return x >= lo && x <= hi && (x & (x - 1)) == 0 ? x : fallback;
+    return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
 }
 
 static uint32_t matvec_wg_max(const rlx_program *p) { return p->b->dev->caps->is_cpu ? p->b->wg : p->b->wg_row; }
@@ -648,7 +640,7 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     if (t > wg_max) t = wg_max / sg * sg;
-    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t, gate));
+    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
     /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
