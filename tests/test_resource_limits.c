@@ -9,13 +9,10 @@
  * 4 KV heads, so head_dim 8.
  *
  * Usage: test_resource_limits RLX_BINARY */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cpu_fallback/host_memory.h"
 #include "rlx/runner.h"
@@ -67,40 +64,17 @@ static void fits(const char *model, int32_t n_ctx) {
 
 /* The CLI: exit status 1 and one line on stderr naming needed and available bytes. */
 static void refused_by_cli(const char *rlx, const char *model, const char *cmd, const char *ctx) {
-    char err_path[] = "/tmp/rlx-limits-XXXXXX";
-    int fd = mkstemp(err_path);
-    if (fd < 0) {
-        T_CHECK(false, "cannot create a temporary file");
-        return;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        alarm(20);
-        if (!strcmp(cmd, "run"))
-            execl(rlx, rlx, "run", "-m", model, "-n", "2", "--seed", "0", "--backend", "cpu", "--ctx", ctx, (char *)NULL);
-        else
-            execl(rlx, rlx, "generate", "-m", model, "--tokens", "1", "-n", "1", "--backend", "cpu", "--ctx", ctx,
-                  (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    char err[2048] = {0};
-    ssize_t n = pread(fd, err, sizeof err - 1, 0);
-    close(fd);
-    unlink(err_path);
-    int lines = 0;
-    for (ssize_t i = 0; i < n; i++) lines += err[i] == '\n';
-    printf("rlx %s --ctx %s: exit %d, stderr: %s", cmd, ctx, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
-    T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "rlx %s --ctx %s: expected exit status 1", cmd, ctx);
-    T_CHECK(lines == 1 && n > 0 && err[n - 1] == '\n', "rlx %s --ctx %s: expected one line on stderr, got %d", cmd,
-            ctx, lines);
-    T_CHECK(strstr(err, "needs") && strstr(err, "available"), "rlx %s --ctx %s: the error names no needed/available",
-            cmd, ctx);
+    const char *run[] = {rlx, "run", "-m", model, "-n", "2", "--seed", "0", "--backend", "cpu", "--ctx", ctx, NULL};
+    const char *gen[] = {rlx, "generate", "-m", model, "--tokens", "1", "-n", "1", "--backend", "cpu", "--ctx",
+                         ctx, NULL};
+    t_cli_result res;
+    if (!t_run_cli(!strcmp(cmd, "run") ? run : gen, NULL, 20, &res)) return;
+    printf("rlx %s --ctx %s: exit %d, stderr: %s", cmd, ctx, res.status, res.err);
+    T_CHECK(res.status == 1, "rlx %s --ctx %s: expected exit status 1", cmd, ctx);
+    T_CHECK(res.lines == 1 && res.len > 0 && res.err[res.len - 1] == '\n',
+            "rlx %s --ctx %s: expected one line on stderr, got %d", cmd, ctx, res.lines);
+    T_CHECK(strstr(res.err, "needs") && strstr(res.err, "available"),
+            "rlx %s --ctx %s: the error names no needed/available", cmd, ctx);
 }
 
 int main(int argc, char **argv) {

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int t_failures;
 int t_checks;
@@ -102,4 +105,51 @@ json_t *t_load_json(const char *path) {
 int t_summary(const char *name) {
     printf("%s: %d checks, %d failed\n", name, t_checks, t_failures);
     return t_failures ? 1 : 0;
+}
+
+/* In the child: "NAME=value" strings into the environment. */
+static void set_env_list(const char *const env[]) {
+    for (size_t i = 0; env && env[i]; i++) {
+        char name[256];
+        const char *eq = strchr(env[i], '=');
+        size_t n = eq ? (size_t)(eq - env[i]) : 0;
+        if (n == 0 || n >= sizeof name) continue;
+        memcpy(name, env[i], n);
+        name[n] = '\0';
+        setenv(name, eq + 1, 1);
+    }
+}
+
+bool t_run_cli(const char *const argv[], const char *const env[], unsigned timeout_s, t_cli_result *out) {
+    memset(out, 0, sizeof *out);
+    out->status = -1;
+    char err_path[] = "/tmp/rlx-test-cli-XXXXXX";
+    int fd = mkstemp(err_path);
+    t_checks++;
+    if (fd < 0) {
+        t_fail(__FILE__, __LINE__, "cannot create a temporary file for %s's stderr", argv[0]);
+        return false;
+    }
+    fflush(NULL); /* the child must not flush a copy of our buffers */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fd, 2);
+        set_env_list(env);
+        alarm(timeout_s);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    ssize_t n = pread(fd, out->err, sizeof out->err - 1, 0);
+    close(fd);
+    unlink(err_path);
+    out->len = n > 0 ? (size_t)n : 0;
+    out->err[out->len] = '\0';
+    for (size_t i = 0; i < out->len; i++) out->lines += out->err[i] == '\n';
+    out->status = pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return true;
 }

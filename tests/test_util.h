@@ -42,6 +42,20 @@ const char *t_source_path(const char *rel);
 
 json_t *t_load_json(const char *path); /* exits 1 with a message when it cannot be read */
 
+/* What a command run by t_run_cli did. */
+typedef struct t_cli_result {
+    int status;     /* exit status; -1 when it did not exit (a signal, the alarm) */
+    int lines;      /* newlines on its stderr */
+    size_t len;     /* bytes of stderr kept in err */
+    char err[4096]; /* the start of its stderr, NUL-terminated */
+} t_cli_result;
+
+/* Runs the program argv[0] with argv (NULL-terminated), stdin and stdout on /dev/null, the
+ * "NAME=value" strings of env (NULL-terminated, or NULL) set in its environment, and SIGALRM after
+ * timeout_s seconds; its stderr is captured. False, with a failed check, when no temporary file
+ * for stderr could be made. */
+bool t_run_cli(const char *const argv[], const char *const env[], unsigned timeout_s, t_cli_result *out);
+
 /* Prints "<name>: N checks, M failed" and returns the exit code. */
 int t_summary(const char *name);
 

@@ -18,14 +18,11 @@
  *
  * The registry (the instance) is held for the whole test so that its hundred-odd opens do not each
  * pay for instance creation; every open still creates and destroys its own VkDevice. */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "rlx/runner.h"
 #include "runtime/vk_backend.h"
@@ -183,41 +180,21 @@ static void lost_at(rlx_vk_fault_kind kind, uint64_t n, const phase_counts *pc, 
 
 /* `rlx generate` under RLX_VK_FAULT=<fault>: exit 1 and one line on stderr containing `needle`. */
 static void cli_fault(const char *rlx, const char *fault, const char *needle) {
-    char err_path[] = "/tmp/rlx-vk-fault-XXXXXX";
-    int fd = mkstemp(err_path);
-    if (fd < 0) {
-        T_CHECK(false, "cannot create a temporary file");
-        return;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        setenv("RLX_VK_FAULT", fault, 1);
-        /* in a sanitized build: no "Suppressions used" table on stderr (the line count is checked) */
-        const char *lsan = getenv("LSAN_OPTIONS");
-        char opts[1024];
-        snprintf(opts, sizeof opts, "%s%sprint_suppressions=0", lsan ? lsan : "", lsan && *lsan ? ":" : "");
-        setenv("LSAN_OPTIONS", opts, 1);
-        alarm(60);
-        execl(rlx, rlx, "generate", "-m", model, "--tokens", "1,403,407", "-n", "3", "--backend", "vulkan", "--device",
-              device, "--ctx", "64", (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    char err[4096] = {0};
-    ssize_t n = pread(fd, err, sizeof err - 1, 0);
-    close(fd);
-    unlink(err_path);
-    int lines = 0;
-    for (ssize_t i = 0; i < n; i++) lines += err[i] == '\n';
-    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    printf("RLX_VK_FAULT=%s rlx generate: exit %d, stderr: %s", fault, code, err);
-    T_CHECK(code == 1, "RLX_VK_FAULT=%s: expected exit status 1, got %d", fault, code);
-    T_CHECK(lines == 1 && strstr(err, needle), "RLX_VK_FAULT=%s: expected one line containing '%s'", fault, needle);
+    const char *argv[] = {rlx, "generate", "-m", model, "--tokens", "1,403,407", "-n", "3", "--backend", "vulkan",
+                          "--device", device, "--ctx", "64", NULL};
+    /* in a sanitized build: no "Suppressions used" table on stderr (the line count is checked) */
+    const char *lsan = getenv("LSAN_OPTIONS");
+    char fault_env[128], lsan_env[1024];
+    snprintf(fault_env, sizeof fault_env, "RLX_VK_FAULT=%s", fault);
+    snprintf(lsan_env, sizeof lsan_env, "LSAN_OPTIONS=%s%sprint_suppressions=0", lsan ? lsan : "",
+             lsan && *lsan ? ":" : "");
+    const char *env[] = {fault_env, lsan_env, NULL};
+    t_cli_result res;
+    if (!t_run_cli(argv, env, 60, &res)) return;
+    printf("RLX_VK_FAULT=%s rlx generate: exit %d, stderr: %s", fault, res.status, res.err);
+    T_CHECK(res.status == 1, "RLX_VK_FAULT=%s: expected exit status 1, got %d", fault, res.status);
+    T_CHECK(res.lines == 1 && strstr(res.err, needle), "RLX_VK_FAULT=%s: expected one line containing '%s'", fault,
+            needle);
 }
 
 int main(int argc, char **argv) {

@@ -12,14 +12,11 @@
  * snapshot).
  *
  * Usage: test_vk_limits [RLX_BINARY] */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "rlx/runner.h"
 #include "runtime/vk_backend.h"
@@ -100,41 +97,19 @@ static void fits(int32_t n_ctx) {
 
 /* The CLI: exit status 1 and one line on stderr with both byte counts. */
 static void refused_by_cli(const char *rlx, const char *cmd, const char *ctx) {
-    char err_path[] = "/tmp/rlx-vk-limits-XXXXXX";
-    int fd = mkstemp(err_path);
-    if (fd < 0) {
-        T_CHECK(false, "cannot create a temporary file");
-        return;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        alarm(60);
-        if (!strcmp(cmd, "run"))
-            execl(rlx, rlx, "run", "-m", model, "-n", "2", "--seed", "0", "--backend", "vulkan", "--device", device,
-                  "--ctx", ctx, (char *)NULL);
-        else
-            execl(rlx, rlx, "generate", "-m", model, "--tokens", "1", "-n", "1", "--backend", "vulkan", "--device",
-                  device, "--ctx", ctx, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    char err[4096] = {0};
-    ssize_t n = pread(fd, err, sizeof err - 1, 0);
-    close(fd);
-    unlink(err_path);
-    int lines = 0;
-    for (ssize_t i = 0; i < n; i++) lines += err[i] == '\n';
+    const char *run[] = {rlx, "run", "-m", model, "-n", "2", "--seed", "0", "--backend", "vulkan", "--device",
+                         device, "--ctx", ctx, NULL};
+    const char *gen[] = {rlx, "generate", "-m", model, "--tokens", "1", "-n", "1", "--backend", "vulkan",
+                         "--device", device, "--ctx", ctx, NULL};
+    t_cli_result res;
+    if (!t_run_cli(!strcmp(cmd, "run") ? run : gen, NULL, 60, &res)) return;
     char what[64];
     snprintf(what, sizeof what, "rlx %s --ctx %s", cmd, ctx);
-    printf("%s: exit %d, stderr: %s", what, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
-    T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: expected exit status 1", what);
-    T_CHECK(lines == 1 && n > 0 && err[n - 1] == '\n', "%s: expected one line on stderr, got %d", what, lines);
-    check_numbers(what, err, strtoull(ctx, NULL, 10));
+    printf("%s: exit %d, stderr: %s", what, res.status, res.err);
+    T_CHECK(res.status == 1, "%s: expected exit status 1", what);
+    T_CHECK(res.lines == 1 && res.len > 0 && res.err[res.len - 1] == '\n', "%s: expected one line on stderr, got %d",
+            what, res.lines);
+    check_numbers(what, res.err, strtoull(ctx, NULL, 10));
 }
 
 /* The check on its own, against the device-local heap the driver reports. */
