@@ -36,67 +36,6 @@ static vkt_rng g_rng = {0x243F6A8885A308D3ull};
 static double g_worst[RLX_OP_COUNT];
 static int g_cases[RLX_OP_COUNT];
 
-/* ---- a test graph with its weights and inputs ---- */
-
-#define MAX_W 8
-#define MAX_IN 8
-
-typedef struct tgraph {
-    rlx_graph *g;
-    rlx_weight w[MAX_W];
-    char wname[MAX_W][32];
-    size_t nw;
-    void *in[MAX_IN];
-    int nin;
-    rlx_kv_spec kv;
-} tgraph;
-
-static void tg_init(tgraph *t) {
-    memset(t, 0, sizeof *t);
-    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
-}
-
-static void tg_free(tgraph *t) {
-    rlx_graph_destroy(t->g);
-    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
-    for (int i = 0; i < t->nin; i++) free(t->in[i]);
-}
-
-static rlx_shape shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
-    int64_t d[3] = {d0, d1, d2};
-    return rlx_shape_make(rank, d);
-}
-
-/* An F32 input of uniform values in [-a, a]. */
-static rlx_node in_f32(tgraph *t, rlx_shape s, float a) {
-    char name[16];
-    snprintf(name, sizeof name, "in%d", t->nin);
-    int64_t n = rlx_shape_numel(&s);
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(&g_rng, -a, a);
-    t->in[t->nin++] = x;
-    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
-}
-
-static rlx_node in_ids(tgraph *t, int64_t n, int32_t lo, int32_t hi) {
-    char name[16];
-    snprintf(name, sizeof name, "in%d", t->nin);
-    int32_t *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = vkt_int(&g_rng, lo, hi);
-    t->in[t->nin++] = x;
-    return rlx_input(t->g, name, RLX_DTYPE_I32, shape(1, n, 0, 0));
-}
-
-/* A weight with IR shape [d0, (d1, (d2))] (stored ne reversed). */
-static rlx_node weight(tgraph *t, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
-    size_t k = t->nw++;
-    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
-    uint64_t ne0 = (uint64_t)(rank == 1 ? d0 : rank == 2 ? d1 : d2);
-    uint64_t ne1 = (uint64_t)(rank == 1 ? 1 : rank == 2 ? d0 : d1), ne2 = (uint64_t)(rank == 3 ? d0 : 1);
-    t->w[k] = vkt_weight(&g_rng, t->wname[k], type, (uint32_t)rank, ne0, ne1, ne2);
-    return rlx_weight_node(t->g, t->wname[k], type, shape(rank, d0, d1, d2));
-}
-
 /* ---- running on both backends ---- */
 
 typedef struct step {
@@ -109,7 +48,7 @@ typedef struct side {
     void *out[8];
 } side;
 
-static bool open_side(rlx_backend *b, tgraph *t, side *sd, int32_t n_out) {
+static bool open_side(rlx_backend *b, vkt_graph *t, side *sd, int32_t n_out) {
     memset(sd, 0, sizeof *sd);
     if (!T_OK(b->ops->session_create(b, t->w, t->nw, &t->kv, &sd->s))) return false;
     if (!T_OK(b->ops->compile(sd->s, t->g, &sd->p))) return false;
@@ -126,13 +65,13 @@ static void close_side(rlx_backend *b, side *sd, int32_t n_out) {
     for (int32_t o = 0; o < n_out; o++) free(sd->out[o]);
 }
 
-static rlx_status run_side(rlx_backend *b, tgraph *t, side *sd, step st) {
+static rlx_status run_side(rlx_backend *b, vkt_graph *t, side *sd, step st) {
     rlx_run_args a = {st.n_past, st.n_tokens, (const void *const *)t->in, (void *const *)sd->out};
     return b->ops->run(sd->p, &a);
 }
 
 /* Compares output o over its first `rows` rows of dim 0. */
-static void compare_output(rlx_op op, const char *label, tgraph *t, int32_t o, const side *v, const side *c,
+static void compare_output(rlx_op op, const char *label, vkt_graph *t, int32_t o, const side *v, const side *c,
                            int64_t rows, double tol) {
     const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
     int64_t numel = rlx_shape_numel(&n->shape), count = numel / n->shape.dim[0] * rows;
@@ -158,7 +97,7 @@ static void compare_output(rlx_op op, const char *label, tgraph *t, int32_t o, c
 
 /* Compiles t on both backends, runs the steps, compares every output after each. Outputs whose
  * dim 0 is the graph's row count compare only the first n_tokens rows when token_major. */
-static void compare(rlx_op op, const char *label, tgraph *t, const step *steps, int n_steps, bool token_major,
+static void compare(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps, bool token_major,
                     double tol) {
     int32_t n_out = rlx_graph_n_outputs(t->g);
     side v, c;
@@ -178,13 +117,13 @@ static void compare(rlx_op op, const char *label, tgraph *t, const step *steps, 
     close_side(g_cpu, &c, n_out);
 }
 
-static void compare1(rlx_op op, const char *label, tgraph *t, int32_t n_tokens) {
+static void compare1(rlx_op op, const char *label, vkt_graph *t, int32_t n_tokens) {
     step st = {0, n_tokens};
     compare(op, label, t, &st, 1, true, TOL_F32);
 }
 
 /* Both backends must refuse the run with the same kind of error. */
-static void expect_run_error(tgraph *t, step st, rlx_code code, const char *needle) {
+static void expect_run_error(vkt_graph *t, step st, rlx_code code, const char *needle) {
     int32_t n_out = rlx_graph_n_outputs(t->g);
     side v, c;
     bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
@@ -202,52 +141,53 @@ static int64_t block_of(uint32_t type) { return rlx_dtype_get(type)->block_size;
 /* ---- one function per op ---- */
 
 static void test_INPUT(void) {
-    tgraph t;
-    tg_init(&t);
-    rlx_graph_mark_output(t.g, in_f32(&t, shape(2, 5, 7, 0), 1.0f), "x");
-    rlx_graph_mark_output(t.g, in_ids(&t, 5, -3, 1000), "ids");
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_graph_mark_output(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 5, 7, 0), 1.0f), "x");
+    rlx_graph_mark_output(t.g, vkt_input_ids(&t, &g_rng, 5, -3, 1000), "ids");
     compare1(RLX_OP_INPUT, "f32 [5,7] and i32 [5]", &t, 5);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* A weight read as an f32 operand: decoded once at compile on Vulkan. */
 static void test_WEIGHT(void) {
     for (size_t k = 0; k < N_TYPES; k++) {
-        tgraph t;
-        tg_init(&t);
+        vkt_graph t;
+        vkt_graph_init(&t);
         int64_t cols = block_of(weight_types[k]) > 1 ? 256 : 37;
-        rlx_node x = in_f32(&t, shape(2, 3, cols, 0), 1.0f);
-        rlx_graph_mark_output(t.g, rlx_add(t.g, x, weight(&t, weight_types[k], 2, 3, cols, 0)), "y");
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, cols, 0), 1.0f);
+        rlx_graph_mark_output(t.g, rlx_add(t.g, x, vkt_graph_weight(&t, &g_rng, weight_types[k], 2, 3, cols, 0)), "y");
         char label[64];
         snprintf(label, sizeof label, "%s [3,%lld] as add operand", tname(weight_types[k]), (long long)cols);
         compare1(RLX_OP_WEIGHT, label, &t, 3);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
 static void test_KV_CACHE(void) {
-    tgraph t;
-    tg_init(&t);
+    vkt_graph t;
+    vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 2, .n_ctx = 16, .n_head_kv = 2, .head_dim = 4};
     rlx_node cache = rlx_kv_cache(t.g, 1, true, 12, 2, 4);
-    rlx_node w = rlx_kv_write(t.g, cache, in_f32(&t, shape(3, 3, 2, 4), 1.0f));
+    rlx_node w = rlx_kv_write(t.g, cache, vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 2, 4), 1.0f));
     rlx_graph_mark_output(t.g, cache, "cache");
     rlx_graph_mark_output(t.g, w, "written");
     step steps[] = {{0, 3}, {3, 2}, {9, 3}};
     compare(RLX_OP_KV_CACHE, "layer 1 V, cap 12 of 16", &t, steps, 3, false, TOL_F32);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_KV_WRITE(void) {
-    tgraph t;
-    tg_init(&t);
+    vkt_graph t;
+    vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = 8, .n_head_kv = 3, .head_dim = 5};
-    rlx_node w = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, 8, 3, 5), in_f32(&t, shape(3, 3, 3, 5), 2.0f));
+    rlx_node w =
+        rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, 8, 3, 5), vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 3, 5), 2.0f));
     rlx_graph_mark_output(t.g, w, "cache");
     step steps[] = {{0, 3}, {3, 1}, {4, 2}, {6, 2}};
     compare(RLX_OP_KV_WRITE, "H_kv 3, Dh 5, cap 8", &t, steps, 4, false, TOL_F32);
     expect_run_error(&t, (step){7, 2}, RLX_ERR_INVALID_ARGUMENT, "exceed the cache capacity");
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_EMBED(void) {
@@ -255,42 +195,43 @@ static void test_EMBED(void) {
         uint32_t type = weight_types[k];
         int64_t dims[2] = {256, block_of(type) > 1 ? 512 : 97};
         for (int d = 0; d < 2; d++) {
-            tgraph t;
-            tg_init(&t);
-            rlx_node ids = in_ids(&t, 9, 0, 36);
+            vkt_graph t;
+            vkt_graph_init(&t);
+            rlx_node ids = vkt_input_ids(&t, &g_rng, 9, 0, 36);
             ((int32_t *)t.in[0])[0] = 0;
             ((int32_t *)t.in[0])[1] = 36;
             ((int32_t *)t.in[0])[8] = 1000; /* padding row: past n_tokens, never looked up */
-            rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, type, 2, 37, dims[d], 0), ids), "e");
+            rlx_graph_mark_output(t.g, rlx_embed(t.g, vkt_graph_weight(&t, &g_rng, type, 2, 37, dims[d], 0), ids), "e");
             char label[64];
             snprintf(label, sizeof label, "%s [37,%lld], 8 of 9 ids", tname(type), (long long)dims[d]);
             compare1(RLX_OP_EMBED, label, &t, 8);
-            tg_free(&t);
+            vkt_graph_free(&t);
         }
     }
-    tgraph t;
-    tg_init(&t);
-    rlx_node ids = in_ids(&t, 3, 0, 10);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node ids = vkt_input_ids(&t, &g_rng, 3, 0, 10);
     ((int32_t *)t.in[0])[1] = 11;
-    rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, RLX_DTYPE_Q8_0, 2, 11, 32, 0), ids), "e");
+    rlx_graph_mark_output(t.g, rlx_embed(t.g, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q8_0, 2, 11, 32, 0), ids), "e");
     expect_run_error(&t, (step){0, 3}, RLX_ERR_INVALID_ARGUMENT, "token id 11");
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32_t n_tokens, bool rank3) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = rank3 ? in_f32(&t, shape(3, rows, 2, k), 1.0f) : in_f32(&t, shape(2, rows, k, 0), 1.0f);
-    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, type, 2, m, k, 0)), "y");
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = rank3 ? vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, 2, k), 1.0f)
+                       : vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, k, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, type, 2, m, k, 0)), "y");
     char label[64];
     snprintf(label, sizeof label, "%s k=%lld m=%lld rows=%lld%s n_tok=%d", tname(type), (long long)k, (long long)m,
              (long long)rows, rank3 ? "x2" : "", n_tokens);
     compare1(RLX_OP_MATMUL, label, &t, n_tokens);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* How many dispatches of kernel k t's Vulkan program has. */
-static size_t vk_dispatch_count(tgraph *t, rlx_vk_kernel k) {
+static size_t vk_dispatch_count(vkt_graph *t, rlx_vk_kernel k) {
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     size_t n = 0;
@@ -302,20 +243,20 @@ static size_t vk_dispatch_count(tgraph *t, rlx_vk_kernel k) {
 }
 
 /* Whether t's Vulkan program dispatches kernel k. */
-static bool vk_dispatches(tgraph *t, rlx_vk_kernel k) { return vk_dispatch_count(t, k) > 0; }
+static bool vk_dispatches(vkt_graph *t, rlx_vk_kernel k) { return vk_dispatch_count(t, k) > 0; }
 
 /* A matmul that must run on shaders/matvec.comp. */
 static void matvec_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32_t n_tokens) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, rows, k, 0), 1.0f);
-    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, type, 2, m, k, 0)), "y");
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, k, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, type, 2, m, k, 0)), "y");
     char label[64];
     snprintf(label, sizeof label, "matvec %s k=%lld m=%lld rows=%lld n_tok=%d", tname(type), (long long)k,
              (long long)m, (long long)rows, n_tokens);
     T_CHECK(vk_dispatches(&t, RLX_VK_KERNEL_matvec), "%s: the program does not dispatch matvec", label);
     compare1(RLX_OP_MATMUL, label, &t, n_tokens);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_MATMUL(void) {
@@ -347,12 +288,13 @@ static void test_MATMUL(void) {
         matvec_case(fast[i].type, fast[i].k_long, 37, 12, 11);
     }
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, 5, 40, 0), 1.0f), y = in_f32(&t, shape(2, 9, 40, 0), 1.0f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 5, 40, 0), 1.0f),
+             y = vkt_input_f32(&t, &g_rng, vkt_shape(2, 9, 40, 0), 1.0f);
     rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, y), "xyT");
     compare1(RLX_OP_MATMUL, "activation w [9,40]", &t, 5);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_RMS_NORM(void) {
@@ -366,16 +308,17 @@ static void test_RMS_NORM(void) {
                  {3, 2, 3, 1000, RLX_DTYPE_F32, 1e-6f},
                  {2, 4, 96, 0, RLX_DTYPE_F16, 1e-6f}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        tgraph t;
-        tg_init(&t);
+        vkt_graph t;
+        vkt_graph_init(&t);
         int64_t d = cases[k].rank == 2 ? cases[k].d1 : cases[k].d2;
-        rlx_node x = in_f32(&t, shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2), 3.0f);
-        rlx_graph_mark_output(t.g, rlx_rms_norm(t.g, x, weight(&t, cases[k].wtype, 1, d, 0, 0), cases[k].eps), "y");
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2), 3.0f);
+        rlx_graph_mark_output(
+            t.g, rlx_rms_norm(t.g, x, vkt_graph_weight(&t, &g_rng, cases[k].wtype, 1, d, 0, 0), cases[k].eps), "y");
         char label[64];
         snprintf(label, sizeof label, "rows of %lld, w %s, eps %g", (long long)d, tname(cases[k].wtype),
                  (double)cases[k].eps);
         compare1(RLX_OP_RMS_NORM, label, &t, (int32_t)cases[k].d0);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
@@ -388,18 +331,21 @@ static void test_ROPE(void) {
         bool ff;
         int32_t n_past;
     } cases[] = {
-        {3, 4, 64, 64, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 0},  {3, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 5},
-        {5, 2, 10, 6, RLX_ROPE_LAYOUT_NEOX, 1e4f, false, 2},   {2, 3, 11, 8, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 0},
-        {4, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 5e5f, true, 7}, {2, 4, 128, 128, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 4000},
+        {3, 4, 64, 64, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 0},
+        {3, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 5},
+        {5, 2, 10, 6, RLX_ROPE_LAYOUT_NEOX, 1e4f, false, 2},
+        {2, 3, 11, 8, RLX_ROPE_LAYOUT_NORMAL, 1e4f, false, 0},
+        {4, 2, 64, 64, RLX_ROPE_LAYOUT_NORMAL, 5e5f, true, 7},
+        {2, 4, 128, 128, RLX_ROPE_LAYOUT_NEOX, 1e6f, false, 4000},
         {1, 2, 64, 32, RLX_ROPE_LAYOUT_NEOX, 1e4f, true, 30000},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        tgraph t;
-        tg_init(&t);
-        rlx_node x = in_f32(&t, shape(3, cases[k].n, cases[k].h, cases[k].dh), 2.0f);
+        vkt_graph t;
+        vkt_graph_init(&t);
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(3, cases[k].n, cases[k].h, cases[k].dh), 2.0f);
         rlx_node ff = RLX_NO_NODE;
         if (cases[k].ff) {
-            ff = weight(&t, RLX_DTYPE_F32, 1, cases[k].n_rot / 2, 0, 0);
+            ff = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F32, 1, cases[k].n_rot / 2, 0, 0);
             float *f = (float *)t.w[t.nw - 1].data;
             for (int32_t i = 0; i < cases[k].n_rot / 2; i++) f[i] = vkt_uniform(&g_rng, 1.0f, 40.0f);
         }
@@ -412,32 +358,34 @@ static void test_ROPE(void) {
                  cases[k].n_past);
         step st = {cases[k].n_past, (int32_t)cases[k].n};
         compare(RLX_OP_ROPE, label, &t, &st, 1, true, TOL_F32);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
 /* Attention straight on activations (the naive path: keys are this run's rows). */
 static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv, int32_t window,
                              int32_t n_tokens) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node q = in_f32(&t, shape(3, n, h, dh), 1.0f), k = in_f32(&t, shape(3, n, hkv, dh), 1.0f);
-    rlx_node v = in_f32(&t, shape(3, n, hkv, dv), 1.0f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dv), 1.0f);
     rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 1.0f / sqrtf((float)dh) * 2.0f, window), "o");
     char label[64];
     snprintf(label, sizeof label, "direct n=%lld H %lld/%lld Dh %lld Dv %lld win %d", (long long)n, (long long)h,
              (long long)hkv, (long long)dh, (long long)dv, window);
     compare1(RLX_OP_ATTENTION, label, &t, n_tokens);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* Attention over the session cache: prefill then decode steps, as the runners do. */
 static void attention_cached(int64_t h, int64_t hkv, int64_t dh, int32_t window, int64_t rows, int64_t cap) {
-    tgraph t;
-    tg_init(&t);
+    vkt_graph t;
+    vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
-    rlx_node q = in_f32(&t, shape(3, rows, h, dh), 1.0f), k = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
-    rlx_node v = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
     rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
     rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
     rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
@@ -447,7 +395,7 @@ static void attention_cached(int64_t h, int64_t hkv, int64_t dh, int32_t window,
     snprintf(label, sizeof label, "cached rows %lld cap %lld H %lld/%lld Dh %lld win %d", (long long)rows,
              (long long)cap, (long long)h, (long long)hkv, (long long)dh, window);
     compare(RLX_OP_ATTENTION, label, &t, steps, 4, true, TOL_F32);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_ATTENTION(void) {
@@ -470,13 +418,13 @@ static void elementwise_cases(rlx_op op, float a) {
         int32_t n_tokens;
     } cases[] = {{1, 1, 0, 0, 1}, {2, 7, 13, 0, 7}, {3, 3, 5, 97, 2}, {2, 9, 1000, 0, 6}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        tgraph t;
-        tg_init(&t);
-        rlx_shape s = shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2);
-        rlx_node x = in_f32(&t, s, a), y;
+        vkt_graph t;
+        vkt_graph_init(&t);
+        rlx_shape s = vkt_shape(cases[k].rank, cases[k].d0, cases[k].d1, cases[k].d2);
+        rlx_node x = vkt_input_f32(&t, &g_rng, s, a), y;
         switch (op) {
-        case RLX_OP_ADD: y = rlx_add(t.g, x, in_f32(&t, s, a)); break;
-        case RLX_OP_MUL: y = rlx_mul(t.g, x, in_f32(&t, s, a)); break;
+        case RLX_OP_ADD: y = rlx_add(t.g, x, vkt_input_f32(&t, &g_rng, s, a)); break;
+        case RLX_OP_MUL: y = rlx_mul(t.g, x, vkt_input_f32(&t, &g_rng, s, a)); break;
         case RLX_OP_SCALE: y = rlx_scale(t.g, x, k % 2 ? -2.0f : 0.37f); break;
         case RLX_OP_SILU: y = rlx_silu(t.g, x); break;
         case RLX_OP_GELU_TANH: y = rlx_gelu_tanh(t.g, x); break;
@@ -489,7 +437,7 @@ static void elementwise_cases(rlx_op op, float a) {
                  (long long)cases[k].d0, (long long)cases[k].d1, (long long)cases[k].d2, (double)a,
                  cases[k].n_tokens);
         compare1(op, label, &t, cases[k].n_tokens);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
@@ -507,19 +455,19 @@ static void test_GELU_TANH(void) {
 static void test_SOFTMAX(void) {
     elementwise_cases(RLX_OP_SOFTMAX, 1.0f);
     elementwise_cases(RLX_OP_SOFTMAX, 30.0f);
-    tgraph t;
-    tg_init(&t);
-    rlx_graph_mark_output(t.g, rlx_softmax(t.g, in_f32(&t, shape(2, 2, 5000, 0), 10.0f)), "p");
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_graph_mark_output(t.g, rlx_softmax(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 2, 5000, 0), 10.0f)), "p");
     compare1(RLX_OP_SOFTMAX, "[2,5000] |x|<=10", &t, 2);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_ARGMAX(void) {
     elementwise_cases(RLX_OP_ARGMAX, 1.0f);
     /* ties: the maximum appears twice; the first index wins */
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, 4, 777, 0), 1.0f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 4, 777, 0), 1.0f);
     float *v = t.in[0];
     for (int r = 0; r < 4; r++) {
         v[r * 777 + 5 + 100 * r] = 2.0f;
@@ -527,39 +475,39 @@ static void test_ARGMAX(void) {
     }
     rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
     compare1(RLX_OP_ARGMAX, "[4,777] with tied maxima", &t, 4);
-    tg_free(&t);
+    vkt_graph_free(&t);
     /* a vocabulary row (the greedy head's shape, one large workgroup): ties in different trips and
      * strides of one invocation, and past the last whole trip */
     const int V = 151936;
-    tg_init(&t);
-    x = in_f32(&t, shape(2, 1, V, 0), 1.0f);
+    vkt_graph_init(&t);
+    x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 1, V, 0), 1.0f);
     v = t.in[0];
     v[V - 3] = v[70001] = v[4099] = 3.0f;
     rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
     compare1(RLX_OP_ARGMAX, "[1,151936] with tied maxima", &t, 1);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_RESHAPE(void) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, 6, 4, 0), 1.0f);
-    rlx_node r = rlx_reshape(t.g, x, shape(3, 6, 2, 2));
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 6, 4, 0), 1.0f);
+    rlx_node r = rlx_reshape(t.g, x, vkt_shape(3, 6, 2, 2));
     rlx_graph_mark_output(t.g, r, "view");
-    rlx_graph_mark_output(t.g, rlx_scale(t.g, rlx_reshape(t.g, rlx_silu(t.g, r), shape(2, 6, 4, 0)), 3.0f), "y");
+    rlx_graph_mark_output(t.g, rlx_scale(t.g, rlx_reshape(t.g, rlx_silu(t.g, r), vkt_shape(2, 6, 4, 0)), 3.0f), "y");
     compare1(RLX_OP_RESHAPE, "[6,4] -> [6,2,2] -> [6,4]", &t, 6);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_LAST_ROW(void) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(3, 5, 3, 7), 1.0f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(3, 5, 3, 7), 1.0f);
     rlx_graph_mark_output(t.g, rlx_last_row(t.g, x), "f32");
-    rlx_graph_mark_output(t.g, rlx_last_row(t.g, rlx_argmax(t.g, rlx_reshape(t.g, x, shape(2, 5, 21, 0)))), "i32");
+    rlx_graph_mark_output(t.g, rlx_last_row(t.g, rlx_argmax(t.g, rlx_reshape(t.g, x, vkt_shape(2, 5, 21, 0)))), "i32");
     step steps[] = {{0, 3}, {0, 5}, {4, 1}};
     compare(RLX_OP_LAST_ROW, "[5,3,7] f32 and i32", &t, steps, 3, true, TOL_F32);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_MOE_ROUTE(void) {
@@ -569,9 +517,9 @@ static void test_MOE_ROUTE(void) {
         bool norm;
     } cases[] = {{5, 4, 2, true}, {5, 4, 2, false}, {3, 60, 4, true}, {1, 8, 1, false}, {2, 128, 8, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        tgraph t;
-        tg_init(&t);
-        rlx_node x = in_f32(&t, shape(2, cases[c].n, cases[c].e, 0), 3.0f);
+        vkt_graph t;
+        vkt_graph_init(&t);
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, cases[c].n, cases[c].e, 0), 3.0f);
         if (c == 0) { /* ties between experts 1 and 3 */
             float *v = t.in[0];
             v[1] = v[3] = 5.0f;
@@ -581,27 +529,27 @@ static void test_MOE_ROUTE(void) {
         snprintf(label, sizeof label, "[%lld,%lld] top %d%s", (long long)cases[c].n, (long long)cases[c].e,
                  cases[c].k, cases[c].norm ? " norm" : "");
         compare1(RLX_OP_MOE_ROUTE, label, &t, (int32_t)cases[c].n);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
 static void moe_case(uint32_t type, int64_t n, int64_t e, int64_t f, int64_t d, bool dense_route) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, n, d, 0), 1.0f), route;
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, n, d, 0), 1.0f), route;
     if (dense_route) {
-        route = in_f32(&t, shape(2, n, e, 0), 1.0f);
+        route = vkt_input_f32(&t, &g_rng, vkt_shape(2, n, e, 0), 1.0f);
     } else {
-        route = rlx_moe_route(t.g, in_f32(&t, shape(2, n, e, 0), 2.0f), 2, true);
+        route = rlx_moe_route(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, n, e, 0), 2.0f), 2, true);
     }
-    rlx_node gate = weight(&t, type, 3, e, f, d), up = weight(&t, type, 3, e, f, d);
-    rlx_node down = weight(&t, type, 3, e, d, f);
+    rlx_node gate = vkt_graph_weight(&t, &g_rng, type, 3, e, f, d), up = vkt_graph_weight(&t, &g_rng, type, 3, e, f, d);
+    rlx_node down = vkt_graph_weight(&t, &g_rng, type, 3, e, d, f);
     rlx_graph_mark_output(t.g, rlx_moe_ffn(t.g, x, route, gate, up, down), "y");
     char label[64];
     snprintf(label, sizeof label, "%s n %lld E %lld F %lld D %lld%s", tname(type), (long long)n, (long long)e,
              (long long)f, (long long)d, dense_route ? " dense" : " top2");
     compare1(RLX_OP_MOE_FFN, label, &t, (int32_t)(n > 1 ? n - 1 : n));
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_MOE_FFN(void) {
@@ -615,49 +563,57 @@ static void test_MOE_FFN(void) {
 /* Fused patterns (runtime/vk_lower.c): the CPU computes them op by op, so parity checks the fusion. */
 static void test_fusions(void) {
     for (int variant = 0; variant < 6; variant++) {
-        tgraph t;
-        tg_init(&t);
-        rlx_node h = in_f32(&t, shape(2, 5, 256, 0), 1.0f), y;
+        vkt_graph t;
+        vkt_graph_init(&t);
+        rlx_node h = vkt_input_f32(&t, &g_rng, vkt_shape(2, 5, 256, 0), 1.0f), y;
         const char *label = "";
         switch (variant) {
         case 0: /* residual add in the matmul epilogue (weight split in parts on small devices too) */
-            y = rlx_add(t.g, in_f32(&t, shape(2, 5, 96, 0), 1.0f), rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q4_K, 2, 96, 256, 0)));
+            y = rlx_add(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 5, 96, 0), 1.0f),
+                        rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q4_K, 2, 96, 256, 0)));
             label = "x + matmul(h, Q4_K)";
             break;
         case 1: /* SiLU-gated FFN: up-projection epilogue */
-            y = rlx_mul(t.g, rlx_silu(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q8_0, 2, 64, 256, 0))),
-                        rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_F16, 2, 64, 256, 0)));
+            y = rlx_mul(t.g,
+                        rlx_silu(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q8_0, 2, 64, 256, 0))),
+                        rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 64, 256, 0)));
             label = "silu(h Wg) * (h Wu)";
             break;
         case 2: { /* GELU gate, operands swapped, the activation also an output */
-            rlx_node act = rlx_gelu_tanh(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_Q6_K, 2, 64, 256, 0)));
+            rlx_node act =
+                rlx_gelu_tanh(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q6_K, 2, 64, 256, 0)));
             rlx_graph_mark_output(t.g, act, "act");
-            y = rlx_mul(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_BF16, 2, 64, 256, 0)), act);
+            y = rlx_mul(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_BF16, 2, 64, 256, 0)), act);
             label = "(h Wu) * gelu(h Wg), gelu also out";
             break;
         }
         case 3: /* elementwise silu(a) * b */
-            y = rlx_mul(t.g, rlx_silu(t.g, h), in_f32(&t, shape(2, 5, 256, 0), 1.0f));
+            y = rlx_mul(t.g, rlx_silu(t.g, h), vkt_input_f32(&t, &g_rng, vkt_shape(2, 5, 256, 0), 1.0f));
             label = "silu(a) * b";
             break;
         case 4: /* norm then scale */
-            y = rlx_scale(t.g, rlx_rms_norm(t.g, h, weight(&t, RLX_DTYPE_F32, 1, 256, 0, 0), 1e-6f), 3.5f);
+            y = rlx_scale(t.g, rlx_rms_norm(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F32, 1, 256, 0, 0), 1e-6f),
+                          3.5f);
             label = "rms_norm(h) * 3.5";
             break;
         default: { /* q-norm then RoPE over heads, as Qwen3 prepares Q */
-            rlx_node q = rlx_reshape(t.g, rlx_matmul(t.g, h, weight(&t, RLX_DTYPE_F16, 2, 256, 256, 0)),
-                                     shape(3, 5, 4, 64));
-            q = rlx_rms_norm(t.g, q, weight(&t, RLX_DTYPE_F32, 1, 64, 0, 0), 1e-6f);
+            rlx_node q =
+                rlx_reshape(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 256, 256, 0)),
+                            vkt_shape(3, 5, 4, 64));
+            q = rlx_rms_norm(t.g, q, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F32, 1, 64, 0, 0), 1e-6f);
             y = rlx_rope(t.g, q, RLX_NO_NODE, (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, 48, 1e6f});
             label = "rope(rms_norm(heads(h Wq))), rot 48 of 64";
             break;
         }
         }
         rlx_graph_mark_output(t.g, y, "y");
-        rlx_op op = variant == 5 ? RLX_OP_ROPE : variant == 4 ? RLX_OP_RMS_NORM : variant == 0 ? RLX_OP_ADD : RLX_OP_MUL;
+        rlx_op op = variant == 5   ? RLX_OP_ROPE
+                    : variant == 4 ? RLX_OP_RMS_NORM
+                    : variant == 0 ? RLX_OP_ADD
+                                   : RLX_OP_MUL;
         step steps[] = {{0, 5}, {37, 3}};
         compare(op, label, &t, steps, 2, true, TOL_F32);
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
@@ -673,23 +629,23 @@ typedef struct kv_case {
     rlx_rope_layout layout;
 } kv_case;
 
-static rlx_node kv_heads(tgraph *t, rlx_node x, int64_t rows, int64_t heads, int64_t d) {
-    rlx_node y = rlx_matmul(t->g, x, weight(t, RLX_DTYPE_F16, 2, heads * d, 32, 0));
-    return rlx_reshape(t->g, y, shape(3, rows, heads, d));
+static rlx_node kv_heads(vkt_graph *t, rlx_node x, int64_t rows, int64_t heads, int64_t d) {
+    rlx_node y = rlx_matmul(t->g, x, vkt_graph_weight(t, &g_rng, RLX_DTYPE_F16, 2, heads * d, 32, 0));
+    return rlx_reshape(t->g, y, vkt_shape(3, rows, heads, d));
 }
 
-static rlx_node kv_qk(tgraph *t, const kv_case *c, rlx_node x, int64_t heads) {
+static rlx_node kv_qk(vkt_graph *t, const kv_case *c, rlx_node x, int64_t heads) {
     rlx_node y = kv_heads(t, x, c->rows, heads, c->dh);
-    if (c->norm) y = rlx_rms_norm(t->g, y, weight(t, RLX_DTYPE_F32, 1, c->dh, 0, 0), 1e-6f);
+    if (c->norm) y = rlx_rms_norm(t->g, y, vkt_graph_weight(t, &g_rng, RLX_DTYPE_F32, 1, c->dh, 0, 0), 1e-6f);
     return rlx_rope(t->g, y, RLX_NO_NODE, (rlx_rope_attrs){c->layout, c->n_rot, 1e4f});
 }
 
 static void kv_fusion_case(const kv_case *c) {
-    tgraph t;
-    tg_init(&t);
+    vkt_graph t;
+    vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
                          .head_dim = (int32_t)c->dh, .head_dim_v = (int32_t)c->dv};
-    rlx_node x = in_f32(&t, shape(2, c->rows, 32, 0), 1.0f);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, 32, 0), 1.0f);
     rlx_node kcache = rlx_kv_cache(t.g, 0, false, c->cap, c->hkv, c->dh);
     rlx_node vcache = rlx_kv_cache(t.g, 0, true, c->cap, c->hkv, c->dv);
     rlx_node q = kv_qk(&t, c, x, c->h), k = kv_qk(&t, c, x, c->hkv), v = RLX_NO_NODE;
@@ -711,19 +667,19 @@ static void kv_fusion_case(const kv_case *c) {
     T_CHECK(copies == c->v_late, "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
             c->v_late ? "yes (V's own)" : "no (both writes fused)");
     printf("  %-10s %-44s kv_write dispatched: %s\n", "KV_WRITE", label, copies ? "yes" : "no");
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* A residual add after a norm (Gemma 3's post-norms) is the norm's epilogue, on either side of the
  * ADD, for a long row (workgroup per row) and head-sized rows (a subgroup per row). */
 static void test_norm_add(void) {
     for (int variant = 0; variant < 3; variant++) {
-        tgraph t;
-        tg_init(&t);
+        vkt_graph t;
+        vkt_graph_init(&t);
         int64_t cols = variant == 2 ? 64 : 1000;
-        rlx_node x = in_f32(&t, shape(2, 6, cols, 0), 2.0f);
-        rlx_node h = rlx_rms_norm(t.g, in_f32(&t, shape(2, 6, cols, 0), 3.0f),
-                                  weight(&t, RLX_DTYPE_F16, 1, cols, 0, 0), 1e-6f);
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 6, cols, 0), 2.0f);
+        rlx_node h = rlx_rms_norm(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 6, cols, 0), 3.0f),
+                                  vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 1, cols, 0, 0), 1e-6f);
         rlx_graph_mark_output(t.g, variant == 1 ? rlx_add(t.g, h, x) : rlx_add(t.g, x, h), "y");
         char label[64];
         snprintf(label, sizeof label, "%s, rows of %lld", variant == 1 ? "rms_norm(h) + x" : "x + rms_norm(h)",
@@ -733,7 +689,7 @@ static void test_norm_add(void) {
         bool ew = vk_dispatches(&t, RLX_VK_KERNEL_ew);
         T_CHECK(!ew, "%s: the add was dispatched on its own", label);
         printf("  %-10s %-44s ew dispatched: %s\n", "ADD", label, ew ? "yes" : "no");
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
@@ -746,29 +702,30 @@ static void test_norm_add(void) {
 typedef enum { NORM_QKV, NORM_FFN, NORM_EXTRA } norm_pattern;
 
 static void norm_matvec_case(norm_pattern pat, uint32_t type, int64_t k, int64_t rows, uint32_t norm_type) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, rows, k, 0), 2.0f);
-    rlx_node h = rlx_rms_norm(t.g, x, weight(&t, norm_type, 1, k, 0, 0), 1e-6f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, k, 0), 2.0f);
+    rlx_node h = rlx_rms_norm(t.g, x, vkt_graph_weight(&t, &g_rng, norm_type, 1, k, 0, 0), 1e-6f);
     int64_t f = 256;
     const char *what = "";
     switch (pat) {
     case NORM_QKV:
-        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 96, k, 0)), "q");
-        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 40, k, 0)), "k");
-        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 40, k, 0)), "v");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, 96, k, 0)), "q");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, 40, k, 0)), "k");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, 40, k, 0)), "v");
         what = "q,k,v(norm(x))";
         break;
     case NORM_FFN: {
-        rlx_node g = rlx_silu(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, f, k, 0)));
-        rlx_node u = rlx_matmul(t.g, h, weight(&t, type, 2, f, k, 0));
-        rlx_node y = rlx_add(t.g, x, rlx_matmul(t.g, rlx_mul(t.g, g, u), weight(&t, type, 2, k, f, 0)));
+        rlx_node g = rlx_silu(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, f, k, 0)));
+        rlx_node u = rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, f, k, 0));
+        rlx_node y =
+            rlx_add(t.g, x, rlx_matmul(t.g, rlx_mul(t.g, g, u), vkt_graph_weight(&t, &g_rng, type, 2, k, f, 0)));
         rlx_graph_mark_output(t.g, y, "y");
         what = "x + down(silu(gate) * up)(norm(x))";
         break;
     }
     case NORM_EXTRA:
-        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, weight(&t, type, 2, 96, k, 0)), "q");
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, h, vkt_graph_weight(&t, &g_rng, type, 2, 96, k, 0)), "q");
         rlx_graph_mark_output(t.g, rlx_scale(t.g, h, 0.5f), "half");
         what = "q(norm(x)), norm(x) / 2";
         break;
@@ -785,7 +742,7 @@ static void norm_matvec_case(norm_pattern pat, uint32_t type, int64_t k, int64_t
     T_CHECK(norms == want, "%s: %zu rms_norm dispatches, expected %zu", label, norms, want);
     T_CHECK(mvs == want_mv, "%s: %zu matvec dispatches, expected %zu", label, mvs, want_mv);
     printf("  %-10s %-44s rms_norm dispatches: %zu, matvec: %zu\n", "RMS_NORM", label, norms, mvs);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_norm_matvec(void) {
@@ -812,13 +769,13 @@ typedef struct gate_up_case {
 } gate_up_case;
 
 static void gate_up_case_run(const gate_up_case *c) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, c->rows, c->k, 0), 1.0f);
-    rlx_node xu = c->other_x ? in_f32(&t, shape(2, c->rows, c->k, 0), 1.0f) : x;
-    rlx_node g = rlx_matmul(t.g, x, weight(&t, c->gate_type, 2, c->f, c->k, 0));
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, c->k, 0), 1.0f);
+    rlx_node xu = c->other_x ? vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, c->k, 0), 1.0f) : x;
+    rlx_node g = rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, c->gate_type, 2, c->f, c->k, 0));
     g = c->gelu ? rlx_gelu_tanh(t.g, g) : rlx_silu(t.g, g);
-    rlx_node u = rlx_matmul(t.g, xu, weight(&t, c->up_type, 2, c->f, c->k, 0));
+    rlx_node u = rlx_matmul(t.g, xu, vkt_graph_weight(&t, &g_rng, c->up_type, 2, c->f, c->k, 0));
     rlx_graph_mark_output(t.g, c->swapped ? rlx_mul(t.g, u, g) : rlx_mul(t.g, g, u), "y");
     char label[96];
     snprintf(label, sizeof label, "%s(x Wg %s)%s(x%s Wu %s) k=%lld f=%lld rows=%lld", c->gelu ? "gelu" : "silu",
@@ -831,7 +788,7 @@ static void gate_up_case_run(const gate_up_case *c) {
     size_t want = c->gate_type == c->up_type && !c->other_x ? 1 : 2;
     T_CHECK(mvs == want, "%s: %zu matvec dispatches, expected %zu", label, mvs, want);
     printf("  %-10s %-44s matvec dispatches: %zu\n", "MUL", label, mvs);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_gate_up(void) {
@@ -869,17 +826,17 @@ static const op_test op_tests[RLX_OP_COUNT] = {
 
 /* A weight type nothing can decode (IQ2_XXS) is refused at compile with its name. */
 static void test_unsupported_type(void) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node x = in_f32(&t, shape(2, 2, 256, 0), 1.0f);
-    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, RLX_DTYPE_IQ2_XXS, 2, 4, 256, 0)), "y");
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 2, 256, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_IQ2_XXS, 2, 4, 256, 0)), "y");
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s))) {
         T_ERR(g_vk->ops->compile(s, t.g, &p), RLX_ERR_INVALID_ARGUMENT, "IQ2_XXS");
         g_vk->ops->session_destroy(s);
     }
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* Weights larger than one binding are split into row parts (forced here with a small limit). */
@@ -889,15 +846,15 @@ static void test_split_weights(void) {
     unsetenv("RLX_VK_MAX_BINDING_BYTES");
     rlx_backend *saved = g_vk;
     g_vk = small;
-    tgraph t;
-    tg_init(&t);
-    rlx_node ids = in_ids(&t, 4, 0, 299);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node ids = vkt_input_ids(&t, &g_rng, 4, 0, 299);
     ((int32_t *)t.in[0])[3] = 299;
-    rlx_node x = in_f32(&t, shape(2, 3, 256, 0), 1.0f);
-    rlx_graph_mark_output(t.g, rlx_embed(t.g, weight(&t, RLX_DTYPE_Q8_0, 2, 300, 256, 0), ids), "e");
-    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, weight(&t, RLX_DTYPE_Q4_K, 2, 300, 256, 0)), "y");
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 256, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_embed(t.g, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q8_0, 2, 300, 256, 0), ids), "e");
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_Q4_K, 2, 300, 256, 0)), "y");
     compare1(RLX_OP_MATMUL, "weights split in parts of <= 8 KiB", &t, 3);
-    tg_free(&t);
+    vkt_graph_free(&t);
     g_vk = saved;
     rlx_backend_destroy(small);
 }

@@ -50,55 +50,6 @@ static int g_coop_cases;  /* cases the cooperative kernel ran */
 static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
 static double g_worst[2]; /* worst NMSE: f32-accurate paths, mixed mode */
 
-/* ---- a graph with its weights and inputs (the harness of test_vk_ops.c, cut down) ---- */
-
-#define MAX_W 4
-#define MAX_IN 4
-
-typedef struct tgraph {
-    rlx_graph *g;
-    rlx_weight w[MAX_W];
-    char wname[MAX_W][16];
-    size_t nw;
-    float *in[MAX_IN];
-    int nin;
-    rlx_kv_spec kv;
-} tgraph;
-
-static void tg_init(tgraph *t) {
-    memset(t, 0, sizeof *t);
-    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
-}
-
-static void tg_free(tgraph *t) {
-    rlx_graph_destroy(t->g);
-    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
-    for (int i = 0; i < t->nin; i++) free(t->in[i]);
-}
-
-static rlx_shape shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
-    int64_t d[3] = {d0, d1, d2};
-    return rlx_shape_make(rank, d);
-}
-
-static rlx_node in_f32(tgraph *t, rlx_shape s, float a) {
-    char name[16];
-    snprintf(name, sizeof name, "in%d", t->nin);
-    int64_t n = rlx_shape_numel(&s);
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(&g_rng, -a, a);
-    t->in[t->nin++] = x;
-    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
-}
-
-/* A weight [rows, cols] of `type` (stored ne = {cols, rows}). */
-static rlx_node weight(tgraph *t, uint32_t type, int64_t rows, int64_t cols) {
-    size_t k = t->nw++;
-    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
-    t->w[k] = vkt_weight(&g_rng, t->wname[k], type, 2, (uint64_t)cols, (uint64_t)rows, 1);
-    return rlx_weight_node(t->g, t->wname[k], type, shape(2, rows, cols, 0));
-}
-
 /* ---- running and comparing ---- */
 
 typedef struct step {
@@ -167,7 +118,7 @@ static double check_elements(const char *label, const elem_check *c, const float
 /* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
  * `want` is the kernel the Vulkan program must dispatch; ec, when given, the last step's outputs
  * element by element. */
-static void compare(const char *label, tgraph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol,
+static void compare(const char *label, vkt_graph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol,
                     const elem_check *ec) {
     const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
     size_t bytes = (size_t)rlx_shape_numel(&out->shape) * 4;
@@ -212,7 +163,7 @@ static void compare(const char *label, tgraph *t, const step *steps, int n_steps
  * takes seconds to compile each emulated variant); `plain`: its output is x w^T of input 0 and
  * weight 0 (checked element by element). The cooperative runs, real and emulated, cycle through
  * the kernel's tile heights and prefetch depths. */
-typedef void (*build_fn)(tgraph *t, const void *arg);
+typedef void (*build_fn)(vkt_graph *t, const void *arg);
 
 static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
                          bool emu) {
@@ -234,8 +185,8 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
         int v = modes[m].emulated ? emulated++ : calls;
         const char *tm = v % 2 ? "128" : "64", *depth = v / 2 % 2 ? "2" : "1";
-        tgraph t;
-        tg_init(&t);
+        vkt_graph t;
+        vkt_graph_init(&t);
         build(&t, arg);
         if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
         if (variants) {
@@ -261,7 +212,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         unsetenv("RLX_VK_COOPMAT");
         unsetenv("RLX_VK_COOPMAT_TM");
         unsetenv("RLX_VK_COOPMAT_DEPTH");
-        tg_free(&t);
+        vkt_graph_free(&t);
     }
 }
 
@@ -274,11 +225,11 @@ typedef struct mm_case {
     bool emu;  /* also run the cooperative kernel's emulation */
 } mm_case;
 
-static void build_matmul(tgraph *t, const void *arg) {
+static void build_matmul(vkt_graph *t, const void *arg) {
     const mm_case *c = arg;
-    rlx_node x = in_f32(t, shape(2, c->rows, c->k, 0), 1.0f);
-    for (int64_t i = 0; c->big > 0 && i < c->rows * c->k; i += 997) t->in[0][i] = i % 2 ? -c->big : c->big;
-    rlx_graph_mark_output(t->g, rlx_matmul(t->g, x, weight(t, c->type, c->m, c->k)), "y");
+    rlx_node x = vkt_input_f32(t, &g_rng, vkt_shape(2, c->rows, c->k, 0), 1.0f);
+    for (int64_t i = 0; c->big > 0 && i < c->rows * c->k; i += 997) ((float *)t->in[0])[i] = i % 2 ? -c->big : c->big;
+    rlx_graph_mark_output(t->g, rlx_matmul(t->g, x, vkt_graph_weight(t, &g_rng, c->type, 2, c->m, c->k, 0)), "y");
 }
 
 static void matmul_case(mm_case c, int32_t n_tokens) {
@@ -289,17 +240,20 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
 }
 
 /* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
-static void build_fused(tgraph *t, const void *arg) {
+static void build_fused(vkt_graph *t, const void *arg) {
     int variant = *(const int *)arg;
-    rlx_node h = in_f32(t, shape(2, 40, 256, 0), 1.0f), y;
+    rlx_node h = vkt_input_f32(t, &g_rng, vkt_shape(2, 40, 256, 0), 1.0f), y;
     if (variant == 0) {
-        y = rlx_add(t->g, in_f32(t, shape(2, 40, 96, 0), 1.0f), rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q4_K, 96, 256)));
+        y = rlx_add(t->g, vkt_input_f32(t, &g_rng, vkt_shape(2, 40, 96, 0), 1.0f),
+                    rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q4_K, 2, 96, 256, 0)));
     } else if (variant == 1) {
-        y = rlx_mul(t->g, rlx_silu(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q8_0, 64, 256))),
-                    rlx_matmul(t->g, h, weight(t, RLX_DTYPE_F16, 64, 256)));
+        y = rlx_mul(t->g,
+                    rlx_silu(t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q8_0, 2, 64, 256, 0))),
+                    rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_F16, 2, 64, 256, 0)));
     } else {
-        y = rlx_mul(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_BF16, 64, 256)),
-                    rlx_gelu_tanh(t->g, rlx_matmul(t->g, h, weight(t, RLX_DTYPE_Q6_K, 64, 256))));
+        y = rlx_mul(
+            t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_BF16, 2, 64, 256, 0)),
+            rlx_gelu_tanh(t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q6_K, 2, 64, 256, 0))));
     }
     rlx_graph_mark_output(t->g, y, "y");
 }
@@ -355,27 +309,29 @@ static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
 /* Straight on activations: keys are this run's rows. */
 static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv, int32_t window,
                              int32_t n_tokens) {
-    tgraph t;
-    tg_init(&t);
-    rlx_node q = in_f32(&t, shape(3, n, h, dh), 1.0f), k = in_f32(&t, shape(3, n, hkv, dh), 1.0f);
-    rlx_node v = in_f32(&t, shape(3, n, hkv, dv), 1.0f);
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dv), 1.0f);
     rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 2.0f / sqrtf((float)dh), window), "o");
     char label[96];
     snprintf(label, sizeof label, "ATTENTION n=%lld H %lld/%lld Dh %lld Dv %lld win %d n_tok %d", (long long)n,
              (long long)h, (long long)hkv, (long long)dh, (long long)dv, window, n_tokens);
     step st = {0, n_tokens};
     compare(label, &t, &st, 1, attention_kernel(n, dh, dv), TOL_F32, NULL);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 /* Over the session's cache, as chunked prefill does: the steps place `rows` new rows after n_past. */
 static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh, int32_t window,
                              const step *steps, int n_steps) {
-    tgraph t;
-    tg_init(&t);
+    vkt_graph t;
+    vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
-    rlx_node q = in_f32(&t, shape(3, rows, h, dh), 1.0f), k = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
-    rlx_node v = in_f32(&t, shape(3, rows, hkv, dh), 1.0f);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
     rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
     rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
     rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
@@ -383,7 +339,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
     snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
              (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
     compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), TOL_F32, NULL);
-    tg_free(&t);
+    vkt_graph_free(&t);
 }
 
 static void test_attention(void) {

@@ -128,3 +128,62 @@ double vkt_nmse(const float *got, const float *want, int64_t n) {
     }
     return ref > 0.0 ? err / ref : err;
 }
+
+void vkt_graph_init(vkt_graph *t) {
+    memset(t, 0, sizeof *t);
+    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
+}
+
+void vkt_graph_free(vkt_graph *t) {
+    rlx_graph_destroy(t->g);
+    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
+    for (int i = 0; i < t->nin; i++) free(t->in[i]);
+}
+
+rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t d[3] = {d0, d1, d2};
+    return rlx_shape_make(rank, d);
+}
+
+/* Room for one more input, and its name. */
+static void next_input(vkt_graph *t, char name[16]) {
+    if (t->nin >= VKT_MAX_INPUTS) {
+        fprintf(stderr, "vkt_graph: more than %d inputs\n", VKT_MAX_INPUTS);
+        exit(1);
+    }
+    snprintf(name, 16, "in%d", t->nin);
+}
+
+rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a) {
+    char name[16];
+    next_input(t, name);
+    int64_t n = rlx_shape_numel(&s);
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) exit(1);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(r, -a, a);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
+}
+
+rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t hi) {
+    char name[16];
+    next_input(t, name);
+    int32_t *x = malloc((size_t)n * sizeof *x);
+    if (!x) exit(1);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_int(r, lo, hi);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_I32, vkt_shape(1, n, 0, 0));
+}
+
+rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    if (t->nw >= VKT_MAX_WEIGHTS) {
+        fprintf(stderr, "vkt_graph: more than %d weights\n", VKT_MAX_WEIGHTS);
+        exit(1);
+    }
+    size_t k = t->nw++;
+    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
+    uint64_t ne0 = (uint64_t)(rank == 1 ? d0 : rank == 2 ? d1 : d2);
+    uint64_t ne1 = (uint64_t)(rank == 1 ? 1 : rank == 2 ? d0 : d1), ne2 = (uint64_t)(rank == 3 ? d0 : 1);
+    t->w[k] = vkt_weight(r, t->wname[k], type, (uint32_t)rank, ne0, ne1, ne2);
+    return rlx_weight_node(t->g, t->wname[k], type, vkt_shape(rank, d0, d1, d2));
+}

@@ -32,6 +32,30 @@ rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_di
                       uint64_t ne2);
 void vkt_weight_free(rlx_weight *w);
 
+/* A test graph with the weights and input data it owns, as the op tests build them. */
+#define VKT_MAX_WEIGHTS 8
+#define VKT_MAX_INPUTS 8
+
+typedef struct vkt_graph {
+    rlx_graph *g;                      /* owned */
+    rlx_weight w[VKT_MAX_WEIGHTS];     /* owned: vkt_weight */
+    char wname[VKT_MAX_WEIGHTS][32];   /* "w<k>", the names the graph's weight nodes refer to */
+    size_t nw;
+    void *in[VKT_MAX_INPUTS];          /* owned: input k's data, in the order of the graph's inputs */
+    int nin;
+    rlx_kv_spec kv;                    /* the KV cache a session for the graph needs */
+} vkt_graph;
+
+void vkt_graph_init(vkt_graph *t); /* exits 1 when the graph cannot be created */
+void vkt_graph_free(vkt_graph *t);
+rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2);
+/* A new F32 input of uniform values in [-a, a]. */
+rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a);
+/* A new I32 input of n ids in [lo, hi]. */
+rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t hi);
+/* A new random weight (vkt_weight) with IR shape [d0, (d1, (d2))] (stored ne reversed). */
+rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2);
+
 /* Normalised mean squared error of got against want over n values: sum (got - want)^2 /
  * sum want^2 (plain squared error when want is all zero); +inf when either side has a NaN/inf the
  * other does not. */
