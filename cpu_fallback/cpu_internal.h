@@ -42,6 +42,25 @@ typedef struct rlx_cpu_simd {
     const struct rlx_cpu_simd *narrow;
 } rlx_cpu_simd;
 
+/* The per-type part of a variant's table. Every variant covers the same types, each in its own
+ * file under the same names: rows_<type> (dot) and dequant_<type>. */
+#define RLX_CPU_SIMD_TYPE_KERNELS                                                                                      \
+    .dot = {[RLX_DTYPE_F32] = rows_f32,                                                                                \
+            [RLX_DTYPE_F16] = rows_f16,                                                                                \
+            [RLX_DTYPE_BF16] = rows_bf16,                                                                              \
+            [RLX_DTYPE_Q8_0] = rows_q8_0,                                                                              \
+            [RLX_DTYPE_Q4_0] = rows_q4_0,                                                                              \
+            [RLX_DTYPE_Q4_K] = rows_q4_k,                                                                              \
+            [RLX_DTYPE_Q5_K] = rows_q5_k,                                                                              \
+            [RLX_DTYPE_Q6_K] = rows_q6_k},                                                                             \
+    .dequant = {[RLX_DTYPE_F16] = dequant_f16,                                                                         \
+                [RLX_DTYPE_BF16] = dequant_bf16,                                                                       \
+                [RLX_DTYPE_Q8_0] = dequant_q8_0,                                                                       \
+                [RLX_DTYPE_Q4_0] = dequant_q4_0,                                                                       \
+                [RLX_DTYPE_Q4_K] = dequant_q4_k,                                                                       \
+                [RLX_DTYPE_Q5_K] = dequant_q5_k,                                                                       \
+                [RLX_DTYPE_Q6_K] = dequant_q6_k}
+
 /* The variant that computes rows of n elements. */
 static inline const rlx_cpu_simd *rlx_cpu_simd_for(const rlx_cpu_simd *s, int64_t n) {
     return s->narrow && n < s->min_row ? s->narrow : s;

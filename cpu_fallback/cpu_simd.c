@@ -309,27 +309,7 @@ static const rlx_cpu_simd simd_base = {
     .name = "base",
     .gemv = gemv_base,
     .gemv_t = gemv_t_base,
-    .dot =
-        {
-            [RLX_DTYPE_F32] = rows_f32,
-            [RLX_DTYPE_F16] = rows_f16,
-            [RLX_DTYPE_BF16] = rows_bf16,
-            [RLX_DTYPE_Q8_0] = rows_q8_0,
-            [RLX_DTYPE_Q4_0] = rows_q4_0,
-            [RLX_DTYPE_Q4_K] = rows_q4_k,
-            [RLX_DTYPE_Q5_K] = rows_q5_k,
-            [RLX_DTYPE_Q6_K] = rows_q6_k,
-        },
-    .dequant =
-        {
-            [RLX_DTYPE_F16] = dequant_f16,
-            [RLX_DTYPE_BF16] = dequant_bf16,
-            [RLX_DTYPE_Q8_0] = dequant_q8_0,
-            [RLX_DTYPE_Q4_0] = dequant_q4_0,
-            [RLX_DTYPE_Q4_K] = dequant_q4_k,
-            [RLX_DTYPE_Q5_K] = dequant_q5_k,
-            [RLX_DTYPE_Q6_K] = dequant_q6_k,
-        },
+    RLX_CPU_SIMD_TYPE_KERNELS,
 };
 
 /* ---- choice ---- */
