@@ -492,12 +492,21 @@ static uint32_t rows_per_group(const rlx_program *p) {
  * coop_plan_make picks. */
 typedef enum { COOP_OFF, COOP_MIXED, COOP_EXACT, COOP_EMULATE, COOP_EMULATE_MIXED } coop_mode;
 
-static coop_mode coopmat_mode(const rlx_program *p) {
+static rlx_status coopmat_mode(const rlx_program *p, coop_mode *out) {
+    static const struct {
+        const char *name;
+        coop_mode mode;
+    } modes[] = {{"mixed", COOP_MIXED}, {"exact", COOP_EXACT}, {"0", COOP_OFF}, {"emulate", COOP_EMULATE},
+                 {"emulate-mixed", COOP_EMULATE_MIXED}};
     const char *v = getenv("RLX_VK_COOPMAT");
-    if (v && strcmp(v, "emulate") == 0) return COOP_EMULATE;
-    if (v && strcmp(v, "emulate-mixed") == 0) return COOP_EMULATE_MIXED;
-    if (!p->b->dev->caps->coopmat_f16 || (v && strcmp(v, "0") == 0)) return COOP_OFF;
-    return v && strcmp(v, "exact") == 0 ? COOP_EXACT : COOP_MIXED;
+    size_t i = 0;
+    while (v && *v && i < sizeof modes / sizeof modes[0] && strcmp(v, modes[i].name) != 0) i++;
+    if (v && *v && i == sizeof modes / sizeof modes[0])
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "compile: RLX_VK_COOPMAT='%s': expected mixed, exact, 0, emulate or emulate-mixed", v);
+    *out = v && *v ? modes[i].mode : COOP_MIXED;
+    if (*out < COOP_EMULATE && !p->b->dev->caps->coopmat_f16) *out = COOP_OFF;
+    return NULL;
 }
 
 /* shaders/matmul_coop.glsl PREC: in the exact modes F16 weights go as they are (exact in f16), other
@@ -557,7 +566,9 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    coop_mode coop = coop_fits(p) ? coopmat_mode(p) : COOP_OFF;
+    coop_mode coop = COOP_OFF;
+    RLX_TRY(coopmat_mode(p, &coop));
+    if (!coop_fits(p)) coop = COOP_OFF;
     rlx_vk_kernel kernel = coop == COOP_OFF       ? RLX_VK_KERNEL_matmul_tiled
                            : coop >= COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
                                                   : RLX_VK_KERNEL_matmul_coop;

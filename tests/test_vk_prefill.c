@@ -342,6 +342,26 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
     vkt_graph_free(&t);
 }
 
+/* A mode name the backend does not know (here session 2's "fast") is refused when the program is
+ * compiled, with the variable and the accepted names, not silently replaced by the default. */
+static void test_bad_mode(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    mm_case c = {RLX_DTYPE_F16, 64, 32, 20, 0, false};
+    build_matmul(&t, &c);
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    setenv("RLX_VK_COOPMAT", "fast", 1);
+    if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)))
+        T_ERR(g_vk->ops->compile(s, t.g, &p), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_COOPMAT='fast': expected mixed, exact");
+    unsetenv("RLX_VK_COOPMAT");
+    printf("  RLX_VK_COOPMAT=fast: refused at compile time%s\n", p ? " (NOT: a program was made)" : "");
+    T_CHECK(p == NULL, "a refused compile still returned a program");
+    if (p) g_vk->ops->program_destroy(p);
+    if (s) g_vk->ops->session_destroy(s);
+    vkt_graph_free(&t);
+}
+
 static void test_attention(void) {
     attention_direct(64, 4, 1, 128, 128, 0, 64);
     attention_direct(65, 4, 2, 64, 64, 20, 60);
@@ -367,6 +387,7 @@ int main(void) {
            g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
     test_matmul();
     test_split_weights();
+    test_bad_mode();
     test_attention();
     if (g_coop)
         printf("cooperative-matrix kernel RAN in %d cases\n", g_coop_cases);
