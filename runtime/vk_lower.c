@@ -254,10 +254,9 @@ static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
     return j;
 }
 
-/* A folded norm makes every x load of a matvec also load and multiply the norm's weights. Long
- * K-quant rows are already bound by their x traffic (8 x floats per weight byte): there it cost
- * more than the stage it saves (H100, Qwen3-8B Q4_K_M tg128 164 -> 145 t/s; rows of 4,096), while
- * Qwen3-0.6B's rows of 1,024 gained. */
+/* A folded norm makes every x load of a matvec also load and multiply the norm's weights. On long
+ * K-quant rows that cost more than the stage it saves (H100, Qwen3-8B Q4_K_M tg128 197 -> 187 t/s
+ * with the fold; rows of 4,096), while Qwen3-0.6B's rows of 1,024 gained. */
 #define NORM_FOLD_MAX_KQUANT_K 2048
 
 static bool norm_fold_pays(const rlx_program *p, rlx_node mm) {
@@ -596,6 +595,9 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 /* Few rows (decode): shaders/matvec.comp for the types it decodes, matmul.comp for the rest. */
 #define MATVEC_GPU_WG 256      /* a workgroup of several thread groups when rows are short */
 #define MATVEC_GPU_WG_KQUANT 128 /* Q4_K / Q6_K: fewer groups per workgroup (see matvec_wg) */
+/* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, on the H100 (tg128:
+ * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B F16 146 -> 150 t/s) */
+#define MATVEC_GPU_DECODE_R 2
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
 #define MATVEC_MIN_GROUPS_CPU 4
 
@@ -613,7 +615,7 @@ static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
     case RLX_DTYPE_F16:
     case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
     case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
-    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 64 : 0;
+    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
     case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
     default: return 0;
     }
@@ -654,7 +656,7 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
     /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
-    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, nx == 1 ? MATVEC_GPU_DECODE_R : (uint32_t)r);
     if (gate && r > 1) r /= 2;
     uint64_t min_groups =
         c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
