@@ -17,7 +17,6 @@
 #define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
 #define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
 #define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
-#define ATTN_CHUNK 32           /* shaders/attention.comp CH: keys per chunk */
 #define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
 #define ATTN_DEFAULT_GW 2       /* ... by default: more workgroups at short contexts (8B tg128 147 -> 158 t/s against 4) */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
@@ -935,17 +934,21 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
                    ceil_div(rows, 32) * heads);
 }
 
-/* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split), at least as
- * wide as Dv (up to wg_row); per-lane shares planned for the snapshot's subgroup size. */
+/* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
+ * wg_row invocations (more subgroups walking keys side by side), on a CPU device at least as wide as
+ * Dv; the lanes' shares of the head dims planned for the device's smallest subgroup size, and
+ * blocks of keys that keep a lane's loads to about 64 values. */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t prefill_d = attention_prefill_d(p, i);
     if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
-    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg = subgroup(p), wg = p->b->wg;
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg_min = c->subgroup_min ? c->subgroup_min : 1;
+    uint32_t wg = c->is_cpu ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
-    uint32_t subgroups = wg / sg ? wg / sg : 1;
+    uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
     vk_range bind[5];
     for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
@@ -953,13 +956,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    uint32_t spec[7] = {wg,
-                        gw,
-                        splits > 1,
-                        ATTN_CHUNK,
-                        (uint32_t)ceil_div(dh, sg),
-                        (uint32_t)ceil_div(ATTN_CHUNK, subgroups),
-                        (uint32_t)ceil_div(dv, wg)};
+    uint32_t spec[7] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
     uint32_t push[10] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
