@@ -597,6 +597,9 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 /* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, on the H100 (tg128:
  * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B F16 146 -> 150 t/s) */
 #define MATVEC_GPU_DECODE_R 2
+/* Trips of a Q4_K row's threads on a GPU: 2, half the threads with twice the units (8B Q4_K_M
+ * tg128 216 -> 223 t/s on the H100; 4 trips 222). */
+#define MATVEC_GPU_Q4K_TRIPS 2
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
 #define MATVEC_MIN_GROUPS_CPU 4
 
@@ -637,7 +640,8 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
     return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p);
 }
 
-/* T threads per weight row: about TRIPS trips of UNR units each (1 unless RLX_VK_MATVEC_TRIPS), in
+/* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K on a GPU, or
+ * RLX_VK_MATVEC_TRIPS; more where a row would need more than wg_max threads, shared evenly), in
  * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
  * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
  * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
@@ -649,14 +653,17 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
-    uint64_t t = ceil_div(units, (uint64_t)unroll * env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, 1));
+    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, type == RLX_DTYPE_Q4_K && !c->is_cpu ? MATVEC_GPU_Q4K_TRIPS : 1);
+    uint64_t t = ceil_div(units, (uint64_t)unroll * trips);
+    if (t > wg_max / sg * sg) /* as many trips as a workgroup of wg_max needs, shared out evenly */
+        t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * (wg_max / sg * sg)));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
-    if (t > wg_max) t = wg_max / sg * sg;
     uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
-    /* r: output rows per group; a gate row beside each (GATE) takes the registers of another */
+    /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
+     * r (8B Q4_K_M tg128 218 -> 223 t/s against halving r), else taking the registers of a row */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, nx == 1 ? MATVEC_GPU_DECODE_R : (uint32_t)r);
-    if (gate && r > 1) r /= 2;
+    if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
     uint64_t min_groups =
         c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
