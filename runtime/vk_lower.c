@@ -595,7 +595,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 #define MATVEC_GPU_WG 256      /* a workgroup of several thread groups when rows are short */
 #define MATVEC_GPU_WG_KQUANT 128 /* Q4_K / Q6_K: fewer groups per workgroup (see matvec_wg) */
 /* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, on the H100 (tg128:
- * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B F16 146 -> 150 t/s) */
+ * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B Q4_K_M 197 -> 201 t/s) */
 #define MATVEC_GPU_DECODE_R 2
 /* Trips of a Q4_K row's threads on a GPU: 2, half the threads with twice the units (8B Q4_K_M
  * tg128 216 -> 223 t/s on the H100; 4 trips 222). */
