@@ -654,9 +654,9 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
     uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, type == RLX_DTYPE_Q4_K && !c->is_cpu ? MATVEC_GPU_Q4K_TRIPS : 1);
-    uint64_t t = ceil_div(units, (uint64_t)unroll * trips);
-    if (t > wg_max / sg * sg) /* as many trips as a workgroup of wg_max needs, shared out evenly */
-        t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * (wg_max / sg * sg)));
+    uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
+    if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
+        t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
     uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
     /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of

@@ -46,7 +46,7 @@ layout(push_constant) uniform Push {
     uint splits;
 } p;
 
-shared float sm[GW * WG], sl[GW * WG]; // per (subgroup, head): max, then scaled sum
+shared float sm[GW * WG], sl[GW * WG]; // per (head, subgroup): its max, its weighted sum
 shared float so[GW * DPT * WG];           // per (head, dim): the subgroups' scaled acc, summed
 
 float qr[GW * EPL];                // this lane's share of the GW query rows
@@ -118,11 +118,11 @@ void main() {
         [[unroll]] for (uint g = 0u; g < GW; g++) sm[g * WG + sg] = m[g];
     for (uint x = t; x < GW * DPT * WG; x += WG) so[x] = 0.0;
     barrier();
-    float wsub[GW];
+    float big[GW], wsub[GW]; // the overall max; this subgroup's weight
     [[unroll]] for (uint g = 0u; g < GW; g++) {
-        float big = -1.0 / 0.0;
-        for (uint s = 0u; s < ns; s++) big = max(big, sm[g * WG + s]);
-        wsub[g] = m[g] > -1.0 / 0.0 ? exp(m[g] - big) : 0.0;
+        big[g] = -1.0 / 0.0;
+        for (uint s = 0u; s < ns; s++) big[g] = max(big[g], sm[g * WG + s]);
+        wsub[g] = m[g] > -1.0 / 0.0 ? exp(m[g] - big[g]) : 0.0;
     }
     if (subgroupElect())
         [[unroll]] for (uint g = 0u; g < GW; g++) sl[g * WG + sg] = l[g] * wsub[g];
@@ -138,15 +138,12 @@ void main() {
 
     [[unroll]] for (uint g = 0u; g < GW; g++) {
         uint ih = i * p.heads + h0 + g;
-        float big = -1.0 / 0.0, sum = 0.0;
-        for (uint s = 0u; s < ns; s++) {
-            big = max(big, sm[g * WG + s]);
-            sum += sl[g * WG + s];
-        }
+        float sum = 0.0;
+        for (uint s = 0u; s < ns; s++) sum += sl[g * WG + s];
         if (SPLIT != 0u) {
             uint pb = (ih * splits + sp_i) * (p.dv + 2u);
             if (t == 0u) {
-                part[pb] = big;
+                part[pb] = big[g];
                 part[pb + 1u] = sum;
             }
             [[unroll]] for (uint e = 0u; e < DPT; e++)
