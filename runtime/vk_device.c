@@ -262,6 +262,9 @@ static void snapshot_properties(VkPhysicalDevice phys, rlx_vk_caps *c, bool size
         c->max_wg_size[i] = l->maxComputeWorkGroupSize[i];
     }
     c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
+    c->max_stage_buffers = l->maxPerStageDescriptorStorageBuffers < l->maxDescriptorSetStorageBuffers
+                               ? l->maxPerStageDescriptorStorageBuffers
+                               : l->maxDescriptorSetStorageBuffers;
     c->max_shared = l->maxComputeSharedMemorySize;
     c->max_push = l->maxPushConstantsSize;
     c->timestamp_period = l->timestampComputeAndGraphics ? l->timestampPeriod : 0.0f;

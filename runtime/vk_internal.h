@@ -107,6 +107,8 @@ typedef enum {
     VK_FUSE_KV_ROPE,     /* KV_WRITE of fuse_a (ROPE): the RoPE kernel writes K into the cache; fuse_b, when
                             not RLX_NO_NODE, the V KV_WRITE whose rows that kernel copies too */
     VK_FUSE_MATVEC_NORM, /* MATMUL whose x is fuse_a (RMS_NORM): shaders/matvec.comp normalises the rows itself */
+    VK_FUSE_ATTN_STEP,   /* ATTENTION of one query row whose q is fuse_a (ROPE, maybe of an RMS_NORM) and whose
+                            K write fuse_b (VK_FUSE_KV_ROPE) and V write are done by shaders/attention_step.comp */
 } vk_fuse;
 
 /* One compute dispatch, recorded once into the program's command buffer. */

@@ -247,6 +247,40 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
 }
 
+/* The RMS_NORM a ROPE node absorbed (VK_FUSE_NORM_ROPE), or RLX_NO_NODE. */
+static rlx_node rope_norm(const rlx_program *p, rlx_node r) {
+    return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
+}
+
+/* ATTENTION a of one query row (a decode step) whose q is a ROPE [of an RMS_NORM] read only here and
+ * whose K write carries K's RoPE [and norm] (fuse_kv): shaders/attention_step.comp does the q/k
+ * norms, the RoPE and both cache writes itself, so they take no stage of their own (a stage fewer
+ * per layer). The q and k sides must match (both normed or neither, one RoPE layout and n_rot),
+ * the V write may be K's partner or a plain KV_WRITE, and the device must bind the kernel's 11
+ * storage buffers beside set 0's. */
+static void fuse_attention_step(rlx_program *p, rlx_node a) {
+    rlx_node qr = in0(p, a), kw = in1(p, a), vw = node(p, a)->info.in[2];
+    const vk_node *q = node(p, qr), *k = node(p, kw), *v = node(p, vw);
+    if (p->b->dev->caps->max_stage_buffers < RLX_VK_COMMON_BINDINGS + 11 || q->info.shape.dim[0] != 1 ||
+        !absorbable(p, qr, RLX_OP_ROPE) || (q->fuse != VK_FUSE_NONE && q->fuse != VK_FUSE_NORM_ROPE))
+        return;
+    if (k->info.op != RLX_OP_KV_WRITE || k->fuse != VK_FUSE_KV_ROPE || k->fused_into != RLX_NO_NODE ||
+        k->n_consumers != 1 || in(p, kw, 0)->n_consumers != 1 || in(p, kw, 1)->info.shape.dim[0] != 1)
+        return;
+    const rlx_rope_attrs *qa = &q->info.attrs.rope, *ka = &node(p, k->fuse_a)->info.attrs.rope;
+    if ((rope_norm(p, qr) == RLX_NO_NODE) != (rope_norm(p, k->fuse_a) == RLX_NO_NODE) || qa->layout != ka->layout ||
+        qa->n_rot != ka->n_rot)
+        return;
+    bool partner = k->fuse_b == vw;
+    if (vw == kw || v->info.op != RLX_OP_KV_WRITE || v->n_consumers != 1 || in(p, vw, 0)->n_consumers != 1 ||
+        in(p, vw, 1)->info.shape.dim[0] != 1 || (!partner && (v->fused_into != RLX_NO_NODE || v->fuse != VK_FUSE_NONE)))
+        return;
+    p->nodes[qr].fused_into = a;
+    p->nodes[kw].fused_into = a;
+    if (!partner) p->nodes[vw].fused_into = a;
+    absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
+}
+
 /* The node whose dispatch computes node j's value. */
 static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
     while (node(p, j)->fused_into != RLX_NO_NODE) j = node(p, j)->fused_into;
@@ -308,6 +342,8 @@ void vk_plan_fusion(rlx_program *p) {
         if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
         if (node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_matvec(p, i);
     }
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
 }
 
 /* ---- preparation ---- */
@@ -941,6 +977,50 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
                    ceil_div(rows, 32) * heads);
 }
 
+/* The q/k side of a fused decode attention: its raw rows, the norm's weights (raw rows when none)
+ * and eps, and the RoPE angle steps (runtime/vk_lower.c prepare_rope). */
+static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range *w, vk_range *turns, float *eps) {
+    const vk_node *r = node(p, rope);
+    rlx_node norm = rope_norm(p, rope);
+    RLX_TRY(vk_f32_range(p, norm != RLX_NO_NODE ? in0(p, norm) : in0(p, rope), x));
+    *w = *x;
+    *eps = 0.0f;
+    if (norm != RLX_NO_NODE) {
+        RLX_TRY(vk_f32_range(p, in1(p, norm), w));
+        *eps = node(p, norm)->info.attrs.eps;
+    }
+    *turns = vk_const_range(p, r->const_offset, (VkDeviceSize)r->info.attrs.rope.n_rot / 2 * 8);
+    return NULL;
+}
+
+/* VK_FUSE_ATTN_STEP (fuse_attention_step): the attention's bindings, spec and push constants
+ * (bind[0] is replaced by the raw q rows) and those of the q/k norm, RoPE and cache writes. */
+static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind, uint32_t *spec, uint32_t *push,
+                                      uint64_t groups) {
+    const vk_node *n = node(p, i);
+    rlx_node qr = n->fuse_a, kw = n->fuse_b, vw = n->info.in[2];
+    const rlx_rope_attrs *r = &node(p, qr)->info.attrs.rope;
+    float q_eps, k_eps;
+    vk_range b[11];
+    memcpy(b, bind, 5 * sizeof *b);
+    RLX_TRY(step_side(p, qr, &b[0], &b[7], &b[9], &q_eps));
+    RLX_TRY(step_side(p, node(p, kw)->fuse_a, &b[5], &b[8], &b[10], &k_eps));
+    RLX_TRY(vk_f32_range(p, in1(p, vw), &b[6]));
+    b[1] = vk_node_range(p, kw);
+    b[2] = vk_node_range(p, vw);
+    uint32_t dh = push[3], dv = push[4];
+    if (r->n_rot == 0) b[9] = b[10] = b[0]; /* no angle is read */
+    spec[7] = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
+    spec[8] = rope_norm(p, qr) != RLX_NO_NODE;
+    spec[9] = dh > dv ? dh : dv;
+    push[10] = (uint32_t)r->n_rot;
+    push[11] = f32_bits(q_eps);
+    push[12] = f32_bits(k_eps);
+    bool split = spec[2] != 0;
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_step, spec, b, 11, 0x7e7u, split ? 0x1eu : 0xeu, push,
+                   13 * sizeof *push, groups);
+}
+
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
  * wg_row invocations (more subgroups walking keys side by side), on a CPU device at least as wide as
  * Dv; the lanes' shares of the head dims planned for the device's smallest subgroup size, and
@@ -963,8 +1043,8 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    uint32_t spec[7] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
-    uint32_t push[10] = {(uint32_t)rows,
+    uint32_t spec[10] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
+    uint32_t push[13] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
                          dh,
@@ -974,8 +1054,11 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
                          f32_bits(n->info.attrs.scale),
                          n->tok ? 1u : 0u,
                          splits};
-    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
-                    sizeof push, rows * (heads / gw) * splits));
+    if (n->fuse == VK_FUSE_ATTN_STEP)
+        RLX_TRY(emit_attention_step(p, i, bind, spec, push, rows * (heads / gw) * splits));
+    else
+        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
+                        10 * sizeof *push, rows * (heads / gw) * splits));
     if (splits == 1) return NULL;
     vk_range cbind[2] = {bind[4], bind[3]};
     uint32_t cspec[2] = {p->b->wg, ATTN_MAX_SPLITS};

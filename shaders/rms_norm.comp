@@ -45,12 +45,6 @@ layout(push_constant) uniform Push {
     uint dv;    // KV 2: V row length
 } p;
 
-// The two dims of slot s (the second may be past cols when the pass-through tail is odd).
-uvec2 slot_dims(uint s, uint half_rot, uint rot, uint tail_half) {
-    if (ROPE != 0u && s < half_rot) return rope_pair(s, p.n_rot, ROPE == 2u);
-    uint d = rot + (s - half_rot);
-    return uvec2(d, d + tail_half);
-}
 
 float team_sum(float v) { return TEAM == 0u ? wg_sum(v) : subgroupAdd(v); }
 
@@ -69,7 +63,7 @@ void norm_row(uint r, uint lane, uint size) {
     [[unroll]] for (uint e = 0u; e < NS; e++) {
         uint s = lane + e * size;
         // clamped indices: every load is in bounds, and unused values are zeroed after the load
-        uvec2 d = slot_dims(min(s, slots - 1u), half_rot, rot, tail_half);
+        uvec2 d = rope_slot(min(s, slots - 1u), rot, p.cols, ROPE == 2u);
         bool has_a = s < slots, has_b = has_a && d.y < p.cols;
         d = min(d, uvec2(p.cols - 1u));
         a[e] = x[base + d.x];
@@ -83,7 +77,7 @@ void norm_row(uint r, uint lane, uint size) {
         ss += a[e] * a[e] + b[e] * b[e];
     }
     for (uint s = lane + NS * size; s < slots; s += size) {
-        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        uvec2 d = rope_slot(s, rot, p.cols, ROPE == 2u);
         ss += x[base + d.x] * x[base + d.x];
         if (d.y < p.cols) ss += x[base + d.y] * x[base + d.y];
     }
@@ -95,7 +89,7 @@ void norm_row(uint r, uint lane, uint size) {
     [[unroll]] for (uint e = 0u; e < NS; e++) {
         uint s = lane + e * size;
         if (s >= slots) continue;
-        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        uvec2 d = rope_slot(s, rot, p.cols, ROPE == 2u);
         float y0 = a[e] * k * wa[e] + ra[e], y1 = b[e] * k * wb[e] + rb[e];
         if (ROPE != 0u && s < half_rot) {
             vec2 sc = sincos_turns(pos, step_turns[s]);
@@ -107,7 +101,7 @@ void norm_row(uint r, uint lane, uint size) {
         if (d.y < p.cols) o[obase + d.y] = y1;
     }
     for (uint s = lane + NS * size; s < slots; s += size) {
-        uvec2 d = slot_dims(s, half_rot, rot, tail_half);
+        uvec2 d = rope_slot(s, rot, p.cols, ROPE == 2u);
         float y0 = x[base + d.x] * k * w[d.x], y1 = 0.0;
         if (d.y < p.cols) y1 = x[base + d.y] * k * w[d.y];
         if (ROPE != 0u && s < half_rot) {

@@ -25,3 +25,12 @@ vec2 sincos_turns(uint pos, uvec2 step) {
 
 // Dims of pair i: NORMAL (2i, 2i+1), NEOX (i, i + n_rot/2).
 uvec2 rope_pair(uint i, uint n_rot, bool neox) { return neox ? uvec2(i, i + n_rot / 2u) : uvec2(2u * i, 2u * i + 1u); }
+
+// The two dims of slot s of a head of dh dims whose first rot dims turn in pairs: pair s while
+// s < rot / 2, else two pass-through dims half the tail apart (the second past dh for an odd tail),
+// so that whoever holds a slot holds what RoPE turns together.
+uvec2 rope_slot(uint s, uint rot, uint dh, bool neox) {
+    if (s < rot / 2u) return rope_pair(s, rot, neox);
+    uint d = rot + (s - rot / 2u);
+    return uvec2(d, d + (dh - rot + 1u) / 2u);
+}

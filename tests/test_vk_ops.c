@@ -619,9 +619,10 @@ static void test_fusions(void) {
 
 /* One attention layer as the runners build it: K = rope([rms_norm](x Wk)) goes into the cache
  * through the RoPE kernel (runtime/vk_lower.c fuse_kv), and V's rows ride along in that dispatch
- * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). Checks the
- * attention output and both caches over prefill, decode and padded steps, and that a kv_write copy
- * is dispatched only for a late V. */
+ * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). With one query
+ * row (decode) the attention kernel does all of it (fuse_attention_step). Checks the attention
+ * output and both caches over prefill, decode and padded steps, and which kernels are dispatched:
+ * a kv_write copy only for a late V of several rows; no norm or RoPE kernel for one row. */
 typedef struct kv_case {
     bool norm, v_late;
     int64_t rows, h, hkv, dh, dv, cap;
@@ -663,10 +664,14 @@ static void kv_fusion_case(const kv_case *c) {
              c->layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal", rows, (long long)c->h, (long long)c->hkv,
              (long long)c->dh, (long long)c->dv, c->n_rot, c->v_late ? " v late" : "");
     compare(RLX_OP_KV_WRITE, label, &t, steps, 4, true, TOL_F32);
-    bool copies = vk_dispatches(&t, RLX_VK_KERNEL_kv_write);
-    T_CHECK(copies == c->v_late, "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
-            c->v_late ? "yes (V's own)" : "no (both writes fused)");
-    printf("  %-10s %-44s kv_write dispatched: %s\n", "KV_WRITE", label, copies ? "yes" : "no");
+    bool copies = vk_dispatches(&t, RLX_VK_KERNEL_kv_write), one_row = c->rows == 1;
+    bool prep = vk_dispatches(&t, RLX_VK_KERNEL_rms_norm) || vk_dispatches(&t, RLX_VK_KERNEL_rope);
+    T_CHECK(copies == (c->v_late && !one_row), "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
+            c->v_late && !one_row ? "yes (V's own)" : "no (both writes fused)");
+    T_CHECK(prep != one_row && vk_dispatches(&t, RLX_VK_KERNEL_attention_step) == one_row,
+            "%s: norm/RoPE kernels dispatched: %s, attention_step: %s", label, prep ? "yes" : "no", one_row ? "expected" : "not expected");
+    printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s\n", "KV_WRITE", label, copies ? "yes" : "no",
+           prep ? "yes" : "no (in attention)");
     vkt_graph_free(&t);
 }
 
@@ -813,6 +818,11 @@ static void test_kv_fusions(void) {
         {false, false, 4, 4, 4, 32, 16, 20, 32, 0, RLX_ROPE_LAYOUT_NORMAL},   /* llama: RoPE alone */
         {false, true, 2, 8, 2, 16, 16, 20, 16, 0, RLX_ROPE_LAYOUT_NEOX},
         {true, false, 17, 4, 2, 64, 64, 40, 64, 0, RLX_ROPE_LAYOUT_NEOX},    /* prefill rows */
+        {true, false, 1, 4, 2, 64, 64, 300, 48, 0, RLX_ROPE_LAYOUT_NEOX},     /* decode, long cache: key splits */
+        {true, true, 1, 6, 2, 10, 7, 24, 6, 4, RLX_ROPE_LAYOUT_NORMAL},       /* decode, odd sizes, window */
+        {false, false, 1, 4, 4, 32, 16, 20, 32, 0, RLX_ROPE_LAYOUT_NORMAL},   /* decode, llama: RoPE alone */
+        {false, true, 1, 8, 2, 16, 16, 20, 16, 0, RLX_ROPE_LAYOUT_NEOX},      /* decode, late V */
+        {true, false, 1, 12, 4, 256, 256, 20, 256, 0, RLX_ROPE_LAYOUT_NEOX},  /* decode, gemma3-sized heads */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
 }
