@@ -633,9 +633,10 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 /* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, on the H100 (tg128:
  * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B Q4_K_M 197 -> 201 t/s) */
 #define MATVEC_GPU_DECODE_R 2
-/* Trips of a Q4_K row's threads on a GPU: 2, half the threads with twice the units (8B Q4_K_M
- * tg128 216 -> 223 t/s on the H100; 4 trips 222). */
-#define MATVEC_GPU_Q4K_TRIPS 2
+/* Trips of a Q4_K or Q6_K row's threads on a GPU: 2, half the threads with twice the units (8B
+ * Q4_K_M tg128 on the H100: Q4_K 216 -> 223 t/s, 4 trips 222; Q6_K 229.3 -> 230.4, its 151,936-row
+ * output projection 341 -> 300 us). */
+#define MATVEC_GPU_KQUANT_TRIPS 2
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
 #define MATVEC_MIN_GROUPS_CPU 4
 
@@ -676,7 +677,7 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
     return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p);
 }
 
-/* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K on a GPU, or
+/* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K and Q6_K on a GPU, or
  * RLX_VK_MATVEC_TRIPS; more where a row would need more than wg_max threads, shared evenly), in
  * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
  * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
@@ -689,7 +690,8 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
-    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, type == RLX_DTYPE_Q4_K && !c->is_cpu ? MATVEC_GPU_Q4K_TRIPS : 1);
+    bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
+    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, kquant && !c->is_cpu ? MATVEC_GPU_KQUANT_TRIPS : 1);
     uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
     if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
         t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
@@ -1147,7 +1149,7 @@ static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0], wg = 1024;
     while (wg > limit) wg /= 2;
-    uint32_t spec[1] = {cols > 8192 ? wg : row_wg(p, cols)};
+    uint32_t spec[2] = {cols > 8192 ? wg : row_wg(p, cols), cols % 4 == 0};
     uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, node(p, i)->tok};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_argmax, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
 }

@@ -486,6 +486,14 @@ static void test_ARGMAX(void) {
     rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
     compare1(RLX_OP_ARGMAX, "[1,151936] with tied maxima", &t, 1);
     vkt_graph_free(&t);
+    /* rows read as vec4 (cols % 4 == 0): ties inside one vec4 and across vec4s of one trip */
+    vkt_graph_init(&t);
+    x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 2048, 0), 1.0f);
+    v = t.in[0];
+    for (int r = 0; r < 3; r++) v[r * 2048 + 10 + r] = v[r * 2048 + 9 + r] = v[r * 2048 + 1500 - r] = 2.0f;
+    rlx_graph_mark_output(t.g, rlx_argmax(t.g, x), "i");
+    compare1(RLX_OP_ARGMAX, "[3,2048] with tied maxima", &t, 3);
+    vkt_graph_free(&t);
 }
 
 static void test_RESHAPE(void) {
