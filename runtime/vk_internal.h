@@ -88,9 +88,11 @@ typedef struct vk_node {
                                  RMS_NORM folded into several matvecs: the one dispatched last) */
     uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
     rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
+    rlx_node post_norm;       /* RLX_NO_NODE, or the RMS_NORM of this node's value that its matvec
+                                 prepares (VK_FUSE_NORM_BY_PRODUCER; its sync block at const_offset) */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
     VkDeviceSize input_offset; /* VK_STORE_INPUT: offset in the input region */
-    VkDeviceSize const_offset; /* weights read as f32 operands, and ROPE tables: offset in consts */
+    VkDeviceSize const_offset; /* weights read as f32 operands, ROPE tables, post_norm sync blocks: offset in consts */
     bool has_const;
 } vk_node;
 
@@ -107,6 +109,9 @@ typedef enum {
     VK_FUSE_KV_ROPE,     /* KV_WRITE of fuse_a (ROPE): the RoPE kernel writes K into the cache; fuse_b, when
                             not RLX_NO_NODE, the V KV_WRITE whose rows that kernel copies too */
     VK_FUSE_MATVEC_NORM, /* MATMUL whose x is fuse_a (RMS_NORM): shaders/matvec.comp normalises the rows itself */
+    VK_FUSE_NORM_BY_PRODUCER, /* RMS_NORM prepared by the matvec of fuse_a (a MATMUL_ADD): its storage holds the input
+                                 times the weights, and that matvec leaves the rsqrt factor (POST) */
+    VK_FUSE_MATVEC_SCALED, /* MATMUL whose x is fuse_a (VK_FUSE_NORM_BY_PRODUCER): the sums are scaled by that factor */
     VK_FUSE_ATTN_STEP,   /* ATTENTION of one query row whose q is fuse_a (ROPE, maybe of an RMS_NORM) and whose
                             K write fuse_b (VK_FUSE_KV_ROPE) and V write are done by shaders/attention_step.comp */
 } vk_fuse;

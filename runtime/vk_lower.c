@@ -148,6 +148,13 @@ static void fuse_add(rlx_program *p, rlx_node i) {
 }
 
 static bool takes_matvec(const rlx_program *p, rlx_node mm);
+
+typedef struct matvec_plan {
+    uint32_t spec[9]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST */
+    uint64_t groups;
+} matvec_plan;
+static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
+                             uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out);
 static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b);
 
 /* MUL i = act(x Wg) * (x Wu) fused as VK_FUSE_MATMUL_GATE, with the activation absorbed: when the
@@ -281,6 +288,50 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
     absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
 }
 
+/* The matvec plan of residual add `add` (VK_FUSE_MATMUL_ADD) for one x row in one weight part, or
+ * false when it has none. */
+static bool post_plan(const rlx_program *p, rlx_node add, matvec_plan *mv) {
+    rlx_node mm = node(p, add)->fuse_a;
+    matrix w = matrix_of(p, in1(p, mm));
+    uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
+    return takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
+           matvec_plan_make(p, w.type, k, w.rows, 1, 1, EPI_ADD, node(p, mm)->fuse == VK_FUSE_MATVEC_NORM, false, mv);
+}
+
+/* shaders/matvec.comp POST's sync block: a count, the factor, a sum of squares per workgroup. */
+static uint64_t post_sync_bytes(const rlx_program *p, rlx_node add) {
+    matvec_plan mv;
+    return post_plan(p, add, &mv) ? (64 + ceil_div(mv.groups, 4) * 4) * 4 : 0;
+}
+
+/* RMS_NORM i of one row whose input is a residual add computed by a matvec (VK_FUSE_MATMUL_ADD:
+ * decode's o and down projections) and read only as the x of matmuls on matvec.comp that do not
+ * fold it in (K-quant rows over NORM_FOLD_MAX_KQUANT_K): that matvec writes the input times the
+ * norm's weights and leaves the rsqrt factor, which the readers apply to their sums (SCALED), so
+ * the norm has no dispatch and no stage of its own. */
+static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *a = node(p, in0(p, i));
+    matvec_plan mv;
+    if (n->fused_into != RLX_NO_NODE || n->fuse != VK_FUSE_NONE || n->is_output || n->store != VK_STORE_ARENA ||
+        n->numel != last_dim(n) || n->n_consumers == 0 || a->info.op != RLX_OP_ADD || a->fuse != VK_FUSE_MATMUL_ADD ||
+        a->fused_into != RLX_NO_NODE || a->post_norm != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv))
+        return;
+    int32_t readers = 0;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        const vk_node *c = node(p, j);
+        if (!c->live || !reads(p, j, i)) continue;
+        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
+            !takes_matvec(p, j))
+            return;
+        readers++;
+    }
+    if (readers != n->n_consumers) return;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++)
+        if (node(p, j)->live && reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
+    absorb(p, i, VK_FUSE_NORM_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
+    p->nodes[in0(p, i)].post_norm = i;
+}
+
 /* The node whose dispatch computes node j's value. */
 static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
     while (node(p, j)->fused_into != RLX_NO_NODE) j = node(p, j)->fused_into;
@@ -342,6 +393,8 @@ void vk_plan_fusion(rlx_program *p) {
         if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
         if (node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_matvec(p, i);
     }
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_into_producer(p, i);
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
 }
@@ -467,6 +520,9 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
                                ((uint64_t)n->info.shape.dim[2] + 2) * 4;
         return NULL;
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
+    case RLX_OP_ADD:
+        if (n->post_norm == RLX_NO_NODE) return NULL;
+        return vk_const_reserve(p, post_sync_bytes(p, i), &n->const_offset);
     case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
     default: return NULL;
     }
@@ -640,10 +696,6 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
 #define MATVEC_MIN_GROUPS_CPU 4
 
-typedef struct matvec_plan {
-    uint32_t spec[8]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE */
-    uint64_t groups;
-} matvec_plan;
 
 /* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
  * for a type or row length it has no path for. */
@@ -733,21 +785,27 @@ static bool takes_matvec(const rlx_program *p, rlx_node mm) {
     return !takes_tiled(p, rows, k) && matvec_fits(p, m.type, k);
 }
 
-/* The x rows a matmul reads: its x, or, with its RMS_NORM folded in (VK_FUSE_MATVEC_NORM), the
- * norm's input, weights (binding 4 of matvec.comp; x again when unused) and eps. */
+/* The x rows a matmul reads: its x, or, with its RMS_NORM folded in (VK_FUSE_MATVEC_NORM, matvec.comp
+ * NORM 1), the norm's input, weights (binding 4; x again when unused) and eps; or, with the norm
+ * prepared by its producer (VK_FUSE_MATVEC_SCALED, NORM 2), the norm's storage and the producer's
+ * sync block. */
 typedef struct matmul_x {
     vk_range rows, norm_w;
-    bool norm;
+    uint32_t norm; /* matvec.comp NORM */
     float eps;
 } matmul_x;
 
 static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
     const vk_node *n = node(p, mm);
-    *out = (matmul_x){.norm = n->fuse == VK_FUSE_MATVEC_NORM};
-    rlx_node x = out->norm ? in0(p, n->fuse_a) : n->info.in[0];
+    *out = (matmul_x){.norm = n->fuse == VK_FUSE_MATVEC_NORM ? 1 : n->fuse == VK_FUSE_MATVEC_SCALED ? 2 : 0};
+    rlx_node x = out->norm == 1 ? in0(p, n->fuse_a) : n->info.in[0];
     RLX_TRY(vk_f32_range(p, x, &out->rows));
     out->norm_w = out->rows;
-    if (!out->norm) return NULL;
+    if (out->norm == 2) {
+        rlx_node add = node(p, n->fuse_a)->fuse_a;
+        out->norm_w = vk_const_range(p, node(p, add)->const_offset, post_sync_bytes(p, add));
+    }
+    if (out->norm != 1) return NULL;
     out->eps = node(p, n->fuse_a)->info.attrs.eps;
     return vk_f32_range(p, in1(p, n->fuse_a), &out->norm_w);
 }
@@ -772,10 +830,11 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     vk_range auxr = vk_node_range(p, out_node);
     RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    rlx_node gate = gate_of(p, out_node);
-    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u);
+    rlx_node gate = gate_of(p, out_node), post = n->post_norm;
+    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
+                     (post != RLX_NO_NODE ? 0x180u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[6];
+        vk_range bind[9];
         uint64_t row0, part_rows;
         bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
@@ -788,15 +847,30 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             uint64_t g_row0, g_rows;
             matrix_part(&mg, 0, &bind[5], &g_row0, &g_rows);
         }
-        uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps)};
+        /* without POST its bindings are the output's (written anyway: no hazard of their own) */
+        bind[6] = bind[8] = bind[2];
+        bind[7] = bind[0];
+        float post_eps = 0.0f;
+        if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer */
+            bind[6] = vk_node_range(p, post);
+            RLX_TRY(vk_f32_range(p, in1(p, post), &bind[7]));
+            bind[8] = vk_const_range(p, n->const_offset, post_sync_bytes(p, out_node));
+            post_eps = node(p, post)->info.attrs.eps;
+        }
+        uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
         matvec_plan mv;
-        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm, gate != RLX_NO_NODE,
-                             &mv)) {
-            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 6, reads, 4u, push, sizeof push,
-                            mv.groups));
+        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
+                             gate != RLX_NO_NODE, &mv)) {
+            mv.spec[6] = x_in.norm;
+            mv.spec[8] = post != RLX_NO_NODE;
+            push[9] = (uint32_t)mv.groups;
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 9, reads,
+                            post != RLX_NO_NODE ? 0x144u : 4u, push, sizeof push, mv.groups));
             continue;
         }
+        if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_norm_into_producer planned on matvec.comp */
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a prepared norm without a matvec plan", out_node);
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
         RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
                         groups));
@@ -883,7 +957,7 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i)) return NULL;
+    if (absorbed(p, i) || node(p, i)->fuse == VK_FUSE_NORM_BY_PRODUCER) return NULL;
     return emit_rms_norm(p, (norm_job){i, i, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, 1.0f});
 }
 

@@ -10,6 +10,13 @@
 // GATE: the gated FFN's act(x Wg) * (x Wu) in one dispatch (the gate projection needs no dispatch
 // and no stage of its own): of a group's R rows, the first R / 2 are rows of Wu (binding 1) and
 // the last R / 2 the same rows of Wg (binding 5), so the pair meets in the final reduction.
+// NORM 2 (SCALED): x is the RMS_NORM input times the norm's weights, written by the POST matvec
+// that computed the input; the sums are scaled by the rsqrt(mean + eps) it left in its sync block
+// (bound at binding 4). Nothing is added to the loop over x.
+// POST (one x row, one weight part): the residual row this matvec writes is also read by an
+// RMS_NORM: each output is written times pw (for SCALED readers), each workgroup leaves the sum of
+// squares of its outputs in the sync block (binding 8) and counts itself done, and the last one
+// sums them and leaves rsqrt(mean + eps). The norm then has no dispatch and no stage of its own.
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
 // in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
@@ -40,8 +47,9 @@ layout(constant_id = 2) const uint NX = 1; // rows of x per workgroup
 layout(constant_id = 3) const uint EPI = 0;
 layout(constant_id = 4) const uint R = 1;  // weight rows per group
 layout(constant_id = 5) const uint T = 64; // threads per group
-layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw), see above
+layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw); 2: SCALED; see above
 layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
+layout(constant_id = 8) const uint POST = 0; // 1: see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -52,9 +60,17 @@ layout(set = 1, binding = 1) readonly buffer Wt { uvec4 wq[]; };
 layout(set = 1, binding = 1) readonly buffer Wt1 { uint wu[]; }; // the same weights, for word loads
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
-layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM: the norm's weights (k floats)
+layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM 1: the norm's weights (k floats)
+layout(set = 1, binding = 4) readonly buffer Ns { float ns_rs[]; }; // NORM 2: the sync block of the POST matvec
 layout(set = 1, binding = 5) readonly buffer Wg { uvec4 gq[]; }; // GATE: the gate weights, same type and shape
 layout(set = 1, binding = 5) readonly buffer Wg1 { uint gu[]; };
+layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST: out * pw
+layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
+// POST's sync block (runtime/vk_lower.c post_sync_bytes): the count of workgroups done, the
+// rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
+layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
+layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
+const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -65,6 +81,8 @@ layout(push_constant) uniform Push {
     uint row_bytes; // bytes per weight row
     uint tok;       // x rows per token (0: all rows)
     float eps;      // NORM
+    float post_eps; // POST
+    uint groups;    // POST: workgroups dispatched
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -78,7 +96,7 @@ const uint G = WG / T;
 // a Q4_K unit issues two 16-byte loads per row (quants and the block header), a Q6_K unit 10 words.
 const uint UNR = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K ? 1u : 2u;
 
-const uint RS = RN + NORM * NX; // sums per subgroup in red: the dot products, then NORM's sums of squares
+const uint RS = RN + (NORM == 1u ? NX : 0u); // sums per subgroup in red: the dot products, then NORM's sums of squares
 shared float red[(WG / 4u) * RS]; // [subgroup][sum]
 
 float acc[RN]; // acc[r * NX + c]: weight row r of the group, x row c
@@ -95,7 +113,7 @@ uint word(uint r, uint i) { return GATE != 0u && r >= RO ? gu[i] : wu[i]; }
 // Every vec4 of a row is loaded once per thread group, so its square is counted once.
 vec4 xget(uint c, uint i) {
     vec4 v = xv[xrow[c] + i];
-    if (NORM == 0u) return v;
+    if (NORM != 1u) return v;
     ss[c] += dot(v, v);
     return v * nw[i];
 }
@@ -306,6 +324,72 @@ void mv_q6_k() {
     }
 }
 
+// Invocation t's output: its group's sums from red, the norm, the epilogue. Returns whether it
+// stores one (its value in v).
+bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v) {
+    v = 0.0;
+    uint gg = t / (RO * NX), s = t % (RO * NX), wr = w0 + gg * RO + s / NX, xr = r0 + s % NX;
+    if (wr >= p.m_rows || xr >= rows) return false;
+    float gv = 0.0; // the gate row's dot product (GATE)
+    for (uint i = 0u; i < spg; i++) {
+        v += red[(gg * spg + i) * RS + s];
+        if (GATE != 0u) gv += red[(gg * spg + i) * RS + RO * NX + s];
+    }
+    if (NORM != 0u) {
+        float rs = ns_rs[SYNC_RS];
+        if (NORM == 1u) {
+            float sq = 0.0;
+            for (uint i = 0u; i < spg; i++) sq += red[(gg * spg + i) * RS + RN + s % NX];
+            rs = inversesqrt(sq / float(p.k) + p.eps);
+        }
+        v *= rs;
+        gv *= rs;
+    }
+    uint oi = xr * p.m + p.m0 + wr;
+    switch (EPI) {
+    case EPI_ADD: v += aux[oi]; break;
+    case EPI_SILU_MUL: v *= silu(GATE != 0u ? gv : aux[oi]); break;
+    case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
+    }
+    o[oi] = v;
+    if (POST != 0u) xs_out[oi] = v * pw[p.m0 + wr];
+    return true;
+}
+
+shared float post_red[WG / 4u];
+
+// POST, see above. The workgroup's sum of squares meets in post_red; its first subgroup leaves it,
+// and in the last workgroup sums all of them, eight 16-byte loads per lane in flight per trip.
+void post_sums(uint gid, float sq) {
+    sq = subgroupAdd(sq);
+    if (subgroupElect()) post_red[gl_SubgroupID] = sq;
+    barrier();
+    if (gl_SubgroupID != 0u) return;
+    sq = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++) sq += post_red[i];
+    uint last = 0u;
+    if (subgroupElect()) {
+        sync_w[SYNC_SUMS + gid] = floatBitsToUint(sq);
+        memoryBarrierBuffer();
+        last = atomicAdd(sync_w[0], 1u) == p.groups - 1u ? 1u : 0u;
+    }
+    if (subgroupMax(last) == 0u) return;
+    memoryBarrierBuffer();
+    uint n4 = (p.groups + 3u) / 4u, lane4 = gl_SubgroupInvocationID, b4 = SYNC_SUMS / 4u;
+    vec4 acc4 = vec4(0.0);
+    for (uint j0 = 0u; j0 < n4; j0 += 8u * gl_SubgroupSize) {
+        uvec4 w[8];
+        [[unroll]] for (uint e = 0u; e < 8u; e++) w[e] = sync_w4[b4 + min(j0 + lane4 + e * gl_SubgroupSize, n4 - 1u)];
+        [[unroll]] for (uint e = 0u; e < 8u; e++)
+            if (j0 + lane4 + e * gl_SubgroupSize < n4) acc4 += uintBitsToFloat(w[e]);
+    }
+    float total = subgroupAdd(acc4.x + acc4.y + acc4.z + acc4.w);
+    if (subgroupElect()) {
+        sync_w[SYNC_RS] = floatBitsToUint(inversesqrt(total / float(p.m) + p.post_eps));
+        sync_w[0] = 0u; // for the next run
+    }
+}
+
 void main() {
     uint gid = group_id(), per_wg = G * RO, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
     uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
@@ -327,33 +411,13 @@ void main() {
         float v = subgroupAdd(acc[s]);
         if (subgroupElect()) red[gl_SubgroupID * RS + s] = v;
     }
-    if (NORM != 0u)
+    if (NORM == 1u)
         [[unroll]] for (uint c = 0u; c < NX; c++) {
             float v = subgroupAdd(ss[c]);
             if (subgroupElect()) red[gl_SubgroupID * RS + RN + c] = v;
         }
     barrier();
-    uint t = gl_LocalInvocationIndex;
-    if (t >= G * RO * NX) return;
-    uint gg = t / (RO * NX), s = t % (RO * NX), wr = w0 + gg * RO + s / NX, xr = r0 + s % NX;
-    if (wr >= p.m_rows || xr >= rows) return;
-    float v = 0.0, gv = 0.0; // gv: the gate row's dot product (GATE)
-    for (uint i = 0u; i < spg; i++) {
-        v += red[(gg * spg + i) * RS + s];
-        if (GATE != 0u) gv += red[(gg * spg + i) * RS + RO * NX + s];
-    }
-    if (NORM != 0u) {
-        float sq = 0.0;
-        for (uint i = 0u; i < spg; i++) sq += red[(gg * spg + i) * RS + RN + s % NX];
-        float rs = inversesqrt(sq / float(p.k) + p.eps);
-        v *= rs;
-        gv *= rs;
-    }
-    uint oi = xr * p.m + p.m0 + wr;
-    switch (EPI) {
-    case EPI_ADD: v += aux[oi]; break;
-    case EPI_SILU_MUL: v *= silu(GATE != 0u ? gv : aux[oi]); break;
-    case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
-    }
-    o[oi] = v;
+    float v = 0.0;
+    bool stored = gl_LocalInvocationIndex < G * RO * NX && store(gl_LocalInvocationIndex, w0, r0, rows, spg, v);
+    if (POST != 0u) post_sums(gid, stored ? v * v : 0.0);
 }

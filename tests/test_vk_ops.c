@@ -772,6 +772,51 @@ static void test_norm_matvec(void) {
     norm_matvec_case(NORM_EXTRA, RLX_DTYPE_Q8_0, 512, 2, RLX_DTYPE_F32);
 }
 
+/* A norm of a residual add computed by a matvec (runtime/vk_lower.c fuse_norm_into_producer):
+ * norm(y + x Wp) read by matmuls that do not fold it in (K-quant rows over 2,048). On one row the
+ * producer writes the input times the norm's weights and leaves the rsqrt factor for the readers
+ * (no rms_norm dispatch), over runs that each reuse its counter; with several rows, a reader that
+ * folds the norm (F16) or a norm that is also an output, the norm is dispatched or folded as before. */
+typedef struct norm_post_case {
+    uint32_t producer, reader;
+    int64_t rows;
+    bool norm_out;
+    size_t want_norms; /* rms_norm dispatches expected */
+} norm_post_case;
+
+static void norm_post_run(const norm_post_case *c) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    int64_t k = 256, m = 2304;
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, k, 0), 1.0f);
+    rlx_node y = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, m, 0), 2.0f);
+    rlx_node h = rlx_add(t.g, y, rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, c->producer, 2, m, k, 0)));
+    rlx_node n = rlx_rms_norm(t.g, h, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F32, 1, m, 0, 0), 1e-6f);
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, n, vkt_graph_weight(&t, &g_rng, c->reader, 2, 64, m, 0)), "q");
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, n, vkt_graph_weight(&t, &g_rng, c->reader, 2, 40, m, 0)), "k");
+    rlx_graph_mark_output(t.g, h, "h");
+    if (c->norm_out) rlx_graph_mark_output(t.g, n, "n");
+    char label[96];
+    snprintf(label, sizeof label, "%s(norm(y + x Wp %s)) rows=%lld%s", tname(c->reader), tname(c->producer),
+             (long long)c->rows, c->norm_out ? " +norm out" : "");
+    int32_t r = (int32_t)c->rows;
+    step steps[] = {{0, r}, {r + 2, r}, {2 * r + 5, r}};
+    compare(RLX_OP_RMS_NORM, label, &t, steps, 3, true, TOL_F32);
+    size_t norms = vk_dispatch_count(&t, RLX_VK_KERNEL_rms_norm);
+    T_CHECK(norms == c->want_norms, "%s: %zu rms_norm dispatches, expected %zu", label, norms, c->want_norms);
+    printf("  %-10s %-44s rms_norm dispatches: %zu\n", "RMS_NORM", label, norms);
+    vkt_graph_free(&t);
+}
+
+static void test_norm_post(void) {
+    static const norm_post_case cases[] = {
+        {RLX_DTYPE_F16, RLX_DTYPE_Q4_K, 1, false, 0}, {RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, 1, false, 0},
+        {RLX_DTYPE_Q8_0, RLX_DTYPE_Q4_K, 1, false, 0}, {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, 1, true, 1},
+        {RLX_DTYPE_F16, RLX_DTYPE_Q4_K, 3, false, 1},  {RLX_DTYPE_F16, RLX_DTYPE_F16, 1, false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) norm_post_run(&cases[i]);
+}
+
 /* act(x Wg) * (x Wu) in one matvec (runtime/vk_lower.c fuse_gate_up) where the two projections
  * read the same x and have weights of one type and shape, in either operand order and for both
  * activations; two matvecs otherwise (types differ, x differs). */
@@ -890,6 +935,7 @@ int main(void) {
     test_kv_fusions();
     test_norm_add();
     test_norm_matvec();
+    test_norm_post();
     test_gate_up();
     test_unsupported_type();
     test_split_weights();
