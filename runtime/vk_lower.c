@@ -694,6 +694,11 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
  * output projection 341 -> 300 us). */
 #define MATVEC_GPU_KQUANT_TRIPS 2
 #define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
+/* Decode weights that would give more groups than this (an output projection over a vocabulary)
+ * take twice MATVEC_GPU_DECODE_R rows per group: on the H100 8B Q4_K_M's Q6_K output projection
+ * (151,936 rows) 300 -> 277 us; tg128 8B Q4_K_M 237.4 -> 238.7, 0.6B F16 787.8 -> 794.2, 0.6B
+ * Q4_K_M 794.5 -> 798.0, 8B F16 154.9 -> 154.3 (within its run-to-run spread of 1.4). */
+#define MATVEC_GPU_MANY_GROUPS 32768
 #define MATVEC_MIN_GROUPS_CPU 4
 
 
@@ -752,7 +757,11 @@ static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, ui
     /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
      * r (8B Q4_K_M tg128 218 -> 223 t/s against halving r), else taking the registers of a row */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
-    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, nx == 1 ? MATVEC_GPU_DECODE_R : (uint32_t)r);
+    if (!c->is_cpu && nx == 1) {
+        bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
+        r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
+    }
+    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
     uint64_t min_groups =
         c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
