@@ -232,6 +232,9 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     if (!s && !b->dev->caps->subgroup_arithmetic)
         s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s lacks subgroup arithmetic in compute shaders",
                        b->dev->caps->name);
+    if (!s && b->dev->caps->max_stage_buffers < rlx_vk_kernels_max_buffers())
+        s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s binds %u storage buffers per compute shader, the "
+                       "kernels need %u", b->dev->caps->name, b->dev->caps->max_stage_buffers, rlx_vk_kernels_max_buffers());
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_DEVICE, &b->dev_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_UPLOAD, &b->up_heap);
     if (!s) s = rlx_vk_heap_create(b->dev, RLX_VK_MEM_READBACK, &b->rb_heap);

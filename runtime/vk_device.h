@@ -66,7 +66,8 @@ typedef struct rlx_vk_caps {
     uint64_t atom_size;           /* nonCoherentAtomSize */
     uint32_t max_wg_count[3], max_wg_size[3], max_wg_invocations, max_shared, max_push;
     uint32_t max_stage_buffers;   /* storage buffers a compute shader may bind: the smaller of
-                                     maxPerStageDescriptorStorageBuffers and maxDescriptorSetStorageBuffers */
+                                     maxPerStageDescriptorStorageBuffers and maxDescriptorSetStorageBuffers
+                                     (rlx_vk_kernels_max_buffers must fit) */
     float timestamp_period;       /* ns per timestamp tick; 0 when compute queues cannot time */
     uint32_t queue_family;        /* the compute queue family used */
 

@@ -263,13 +263,12 @@ static rlx_node rope_norm(const rlx_program *p, rlx_node r) {
  * whose K write carries K's RoPE [and norm] (fuse_kv): shaders/attention_step.comp does the q/k
  * norms, the RoPE and both cache writes itself, so they take no stage of their own (a stage fewer
  * per layer). The q and k sides must match (both normed or neither, one RoPE layout and n_rot),
- * the V write may be K's partner or a plain KV_WRITE, and the device must bind the kernel's 11
- * storage buffers beside set 0's. */
+ * and the V write may be K's partner or a plain KV_WRITE. */
 static void fuse_attention_step(rlx_program *p, rlx_node a) {
     rlx_node qr = in0(p, a), kw = in1(p, a), vw = node(p, a)->info.in[2];
     const vk_node *q = node(p, qr), *k = node(p, kw), *v = node(p, vw);
-    if (p->b->dev->caps->max_stage_buffers < RLX_VK_COMMON_BINDINGS + 11 || q->info.shape.dim[0] != 1 ||
-        !absorbable(p, qr, RLX_OP_ROPE) || (q->fuse != VK_FUSE_NONE && q->fuse != VK_FUSE_NORM_ROPE))
+    if (q->info.shape.dim[0] != 1 || !absorbable(p, qr, RLX_OP_ROPE) ||
+        (q->fuse != VK_FUSE_NONE && q->fuse != VK_FUSE_NORM_ROPE))
         return;
     if (k->info.op != RLX_OP_KV_WRITE || k->fuse != VK_FUSE_KV_ROPE || k->fused_into != RLX_NO_NODE ||
         k->n_consumers != 1 || in(p, kw, 0)->n_consumers != 1 || in(p, kw, 1)->info.shape.dim[0] != 1)

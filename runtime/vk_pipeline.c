@@ -47,6 +47,13 @@ const rlx_vk_kernel_info *rlx_vk_kernel_get(rlx_vk_kernel k) {
     return (unsigned)k < RLX_VK_KERNEL_COUNT ? &kernel_table[k] : NULL;
 }
 
+uint32_t rlx_vk_kernels_max_buffers(void) {
+    uint32_t most = 0;
+    for (int k = 0; k < RLX_VK_KERNEL_COUNT; k++)
+        if (kernel_table[k].n_bindings > most) most = kernel_table[k].n_bindings;
+    return most + RLX_VK_COMMON_BINDINGS;
+}
+
 struct rlx_vk_pipelines {
     rlx_vk_device *dev;                                    /* borrowed */
     pthread_mutex_t lock;

@@ -31,6 +31,8 @@ typedef struct rlx_vk_kernel_info {
 } rlx_vk_kernel_info;
 
 const rlx_vk_kernel_info *rlx_vk_kernel_get(rlx_vk_kernel k);
+/* Storage buffers the widest kernel binds, set 0's included: what a device must allow per stage. */
+uint32_t rlx_vk_kernels_max_buffers(void);
 
 typedef struct rlx_vk_pipeline {
     rlx_vk_kernel kernel;
