@@ -258,7 +258,7 @@ static void analyse(rlx_program *p) {
         n->tok = token_rows_of(p, n) ? (uint32_t)(n->numel / n->info.shape.dim[0]) : 0;
         n->last_use = -1;
         n->fused_into = RLX_NO_NODE;
-        n->post_norm = RLX_NO_NODE;
+        n->post = RLX_NO_NODE;
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = p->nodes[p->outputs[o]].is_output = true;
     for (rlx_node i = 0; i < p->n_nodes; i++)
@@ -376,8 +376,8 @@ static rlx_status plan_arena(rlx_program *p) {
         if (n->store == VK_STORE_ARENA) s = place(p, bins, i, n->bytes, &n->bin, &n->offset);
         /* a norm its producer writes is placed with the producer's output, beside everything that
          * dispatch reads: no node between them may take its range */
-        vk_node *pn = n->post_norm != RLX_NO_NODE ? &p->nodes[n->post_norm] : NULL;
-        if (!s && pn) s = place(p, bins, n->post_norm, pn->bytes, &pn->bin, &pn->offset);
+        vk_node *pn = n->post != RLX_NO_NODE ? &p->nodes[n->post] : NULL;
+        if (!s && pn) s = place(p, bins, n->post, pn->bytes, &pn->bin, &pn->offset);
         if (!s && n->scratch_bytes) s = place(p, bins, i, n->scratch_bytes, &n->scratch_bin, &n->scratch_offset);
         if (s) break;
         if (n->scratch_bytes) bin_release(&bins[n->scratch_bin], n->scratch_offset);

@@ -88,11 +88,13 @@ typedef struct vk_node {
                                  RMS_NORM folded into several matvecs: the one dispatched last) */
     uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
     rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
-    rlx_node post_norm;       /* RLX_NO_NODE, or the RMS_NORM of this node's value that its matvec
-                                 prepares (VK_FUSE_NORM_BY_PRODUCER; its sync block at const_offset) */
+    rlx_node post;            /* RLX_NO_NODE, or the node computed from this node's value by its matvec
+                                 (shaders/matvec.comp POST): an RMS_NORM it prepares
+                                 (VK_FUSE_NORM_BY_PRODUCER) or an ARGMAX (VK_FUSE_ARGMAX_BY_PRODUCER);
+                                 the sync block at const_offset */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
     VkDeviceSize input_offset; /* VK_STORE_INPUT: offset in the input region */
-    VkDeviceSize const_offset; /* weights read as f32 operands, ROPE tables, post_norm sync blocks: offset in consts */
+    VkDeviceSize const_offset; /* weights read as f32 operands, ROPE tables, post's sync block: offset in consts */
     bool has_const;
 } vk_node;
 
@@ -112,6 +114,8 @@ typedef enum {
     VK_FUSE_NORM_BY_PRODUCER, /* RMS_NORM prepared by the matvec of fuse_a (a MATMUL_ADD): its storage holds the input
                                  times the weights, and that matvec leaves the rsqrt factor (POST) */
     VK_FUSE_MATVEC_SCALED, /* MATMUL whose x is fuse_a (VK_FUSE_NORM_BY_PRODUCER): the sums are scaled by that factor */
+    VK_FUSE_ARGMAX_BY_PRODUCER, /* ARGMAX of one row written by the matvec of fuse_a (its MATMUL): the last
+                                   workgroups to finish reduce the workgroups' maxima */
     VK_FUSE_ATTN_STEP,   /* ATTENTION of one query row whose q is fuse_a (ROPE, maybe of an RMS_NORM) and whose
                             K write fuse_b (VK_FUSE_KV_ROPE) and V write are done by shaders/attention_step.comp */
 } vk_fuse;

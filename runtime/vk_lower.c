@@ -287,20 +287,44 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
     absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
 }
 
-/* The matvec plan of residual add `add` (VK_FUSE_MATMUL_ADD) for one x row in one weight part, or
- * false when it has none. */
-static bool post_plan(const rlx_program *p, rlx_node add, matvec_plan *mv) {
-    rlx_node mm = node(p, add)->fuse_a;
+/* The matvec plan of node at (a MATMUL, or a residual ADD of one, VK_FUSE_MATMUL_ADD) for one x
+ * row in one weight part, or false when it has none. */
+static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
+    bool add = node(p, at)->info.op == RLX_OP_ADD;
+    rlx_node mm = add ? node(p, at)->fuse_a : at;
     matrix w = matrix_of(p, in1(p, mm));
     uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
     return takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
-           matvec_plan_make(p, w.type, k, w.rows, 1, 1, EPI_ADD, node(p, mm)->fuse == VK_FUSE_MATVEC_NORM, false, mv);
+           matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE, node(p, mm)->fuse != VK_FUSE_NONE,
+                            false, mv);
 }
 
-/* shaders/matvec.comp POST's sync block: a count, the factor, a sum of squares per workgroup. */
-static uint64_t post_sync_bytes(const rlx_program *p, rlx_node add) {
+#define MATVEC_ARGMAX_TEAM 64 /* shaders/matvec.comp TEAM: workgroups whose maxima the last of them reduces */
+
+/* shaders/matvec.comp POST's sync block in words, from its start: the count of workgroups done,
+ * the norm's factor at 32, then for a norm a sum of squares per workgroup from 64; for an argmax
+ * a count per team from 64, then a (max, index) pair per workgroup and one per team, each list
+ * 16-byte aligned. */
+static uint64_t post_sync_bytes(const rlx_program *p, rlx_node at) {
     matvec_plan mv;
-    return post_plan(p, add, &mv) ? (64 + ceil_div(mv.groups, 4) * 4) * 4 : 0;
+    if (!post_plan(p, at, &mv)) return 0;
+    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, MATVEC_ARGMAX_TEAM), 4) * 4;
+    bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
+    return (64 + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
+}
+
+/* ARGMAX i of the one row of a MATMUL on matvec.comp that nothing else reads (the logits of greedy
+ * decode): that matvec's workgroups leave their maxima, and the last ones to finish reduce them,
+ * so the argmax has no dispatch and no stage of its own. */
+static void fuse_argmax_into_producer(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *mm = node(p, in0(p, i));
+    matvec_plan mv;
+    if (n->fused_into != RLX_NO_NODE || n->store != VK_STORE_ARENA || mm->info.op != RLX_OP_MATMUL ||
+        mm->n_consumers != 1 || mm->is_output || mm->fused_into != RLX_NO_NODE || mm->post != RLX_NO_NODE ||
+        last_dim(mm) != mm->numel || !post_plan(p, in0(p, i), &mv))
+        return;
+    absorb(p, i, VK_FUSE_ARGMAX_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
+    p->nodes[in0(p, i)].post = i;
 }
 
 /* RMS_NORM i of one row whose input is a residual add computed by a matvec (VK_FUSE_MATMUL_ADD:
@@ -313,7 +337,7 @@ static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
     matvec_plan mv;
     if (n->fused_into != RLX_NO_NODE || n->fuse != VK_FUSE_NONE || n->is_output || n->store != VK_STORE_ARENA ||
         n->numel != last_dim(n) || n->n_consumers == 0 || a->info.op != RLX_OP_ADD || a->fuse != VK_FUSE_MATMUL_ADD ||
-        a->fused_into != RLX_NO_NODE || a->post_norm != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv))
+        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv))
         return;
     int32_t readers = 0;
     for (rlx_node j = i + 1; j < p->n_nodes; j++) {
@@ -328,7 +352,7 @@ static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
     for (rlx_node j = i + 1; j < p->n_nodes; j++)
         if (node(p, j)->live && reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
     absorb(p, i, VK_FUSE_NORM_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
-    p->nodes[in0(p, i)].post_norm = i;
+    p->nodes[in0(p, i)].post = i;
 }
 
 /* The node whose dispatch computes node j's value. */
@@ -394,6 +418,8 @@ void vk_plan_fusion(rlx_program *p) {
     }
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_into_producer(p, i);
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ARGMAX) fuse_argmax_into_producer(p, i);
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
 }
@@ -498,7 +524,6 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     }
     switch (n->info.op) {
     case RLX_OP_ROPE: return prepare_rope(p, i);
-    case RLX_OP_MATMUL: return in(p, i, 1)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 1), "weight") : NULL;
     case RLX_OP_EMBED: return in(p, i, 0)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 0), "table") : NULL;
     case RLX_OP_MOE_FFN:
         for (int k = 2; k < 5; k++)
@@ -520,8 +545,11 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
         return NULL;
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
     case RLX_OP_ADD:
-        if (n->post_norm == RLX_NO_NODE) return NULL;
+        if (n->post == RLX_NO_NODE) return NULL;
         return vk_const_reserve(p, post_sync_bytes(p, i), &n->const_offset);
+    case RLX_OP_MATMUL:
+        if (n->post != RLX_NO_NODE) RLX_TRY(vk_const_reserve(p, post_sync_bytes(p, i), &n->const_offset));
+        return in(p, i, 1)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 1), "weight") : NULL;
     case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
     default: return NULL;
     }
@@ -838,9 +866,10 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     vk_range auxr = vk_node_range(p, out_node);
     RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    rlx_node gate = gate_of(p, out_node), post = n->post_norm;
+    rlx_node gate = gate_of(p, out_node), post = n->post;
+    uint32_t post_kind = post == RLX_NO_NODE ? 0 : node(p, post)->info.op == RLX_OP_RMS_NORM ? 1 : 2;
     uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
-                     (post != RLX_NO_NODE ? 0x180u : 0u);
+                     (post_kind == 1 ? 0x180u : post_kind == 2 ? 0x100u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[9];
         uint64_t row0, part_rows;
@@ -859,11 +888,11 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         bind[6] = bind[8] = bind[2];
         bind[7] = bind[0];
         float post_eps = 0.0f;
-        if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer */
+        if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer, fuse_argmax_into_producer */
             bind[6] = vk_node_range(p, post);
-            RLX_TRY(vk_f32_range(p, in1(p, post), &bind[7]));
+            if (post_kind == 1) RLX_TRY(vk_f32_range(p, in1(p, post), &bind[7]));
             bind[8] = vk_const_range(p, n->const_offset, post_sync_bytes(p, out_node));
-            post_eps = node(p, post)->info.attrs.eps;
+            post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
         uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
@@ -871,7 +900,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
                              gate != RLX_NO_NODE, &mv)) {
             mv.spec[6] = x_in.norm;
-            mv.spec[8] = post != RLX_NO_NODE;
+            mv.spec[8] = post_kind;
             push[9] = (uint32_t)mv.groups;
             RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matvec, mv.spec, bind, 9, reads,
                             post != RLX_NO_NODE ? 0x144u : 4u, push, sizeof push, mv.groups));
@@ -1223,6 +1252,7 @@ static rlx_status lower_SOFTMAX(rlx_program *p, rlx_node i) {
 /* ARGMAX's output holds one element per row of x, so its token row size is its rows per token.
  * Greedy decoding takes it over one vocabulary row: a single workgroup, so it gets the largest. */
 static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
+    if (node(p, i)->fuse == VK_FUSE_ARGMAX_BY_PRODUCER) return NULL;
     const vk_node *x = in(p, i, 0);
     uint64_t cols = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / cols;
     vk_range bind[2];

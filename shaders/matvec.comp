@@ -17,6 +17,10 @@
 // RMS_NORM: each output is written times pw (for SCALED readers), each workgroup leaves the sum of
 // squares of its outputs in the sync block (binding 8) and counts itself done, and the last one
 // sums them and leaves rsqrt(mean + eps). The norm then has no dispatch and no stage of its own.
+// POST 2 (ARGMAX, one x row, one weight part): the index of the row's maximum (its first index)
+// goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
+// its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
+// (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
 // in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
@@ -49,7 +53,7 @@ layout(constant_id = 4) const uint R = 1;  // weight rows per group
 layout(constant_id = 5) const uint T = 64; // threads per group
 layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw); 2: SCALED; see above
 layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
-layout(constant_id = 8) const uint POST = 0; // 1: see above
+layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -64,7 +68,8 @@ layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM 1: the n
 layout(set = 1, binding = 4) readonly buffer Ns { float ns_rs[]; }; // NORM 2: the sync block of the POST matvec
 layout(set = 1, binding = 5) readonly buffer Wg { uvec4 gq[]; }; // GATE: the gate weights, same type and shape
 layout(set = 1, binding = 5) readonly buffer Wg1 { uint gu[]; };
-layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST: out * pw
+layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST 1: out * pw
+layout(set = 1, binding = 6) writeonly buffer Xi { uint argmax_out[]; }; // POST 2: the index
 layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
 // POST's sync block (runtime/vk_lower.c post_sync_bytes): the count of workgroups done, the
 // rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
@@ -326,9 +331,10 @@ void mv_q6_k() {
 
 // Invocation t's output: its group's sums from red, the norm, the epilogue. Returns whether it
 // stores one (its value in v).
-bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v) {
+bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v, out uint col) {
     v = 0.0;
     uint gg = t / (RO * NX), s = t % (RO * NX), wr = w0 + gg * RO + s / NX, xr = r0 + s % NX;
+    col = p.m0 + wr;
     if (wr >= p.m_rows || xr >= rows) return false;
     float gv = 0.0; // the gate row's dot product (GATE)
     for (uint i = 0u; i < spg; i++) {
@@ -352,7 +358,7 @@ bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v) {
     case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
     }
     o[oi] = v;
-    if (POST != 0u) xs_out[oi] = v * pw[p.m0 + wr];
+    if (POST == 1u) xs_out[oi] = v * pw[p.m0 + wr];
     return true;
 }
 
@@ -390,6 +396,91 @@ void post_sums(uint gid, float sq) {
     }
 }
 
+// ---- POST 2: ARGMAX ----
+// Only the first subgroup of a workgroup takes part past its workgroup's maximum (no workgroup-wide
+// barrier but one), and it reads the pairs two per 16-byte load.
+
+const uint TEAM = 64u, NONE = 0xffffffffu; // runtime/vk_lower.c MATVEC_ARGMAX_TEAM
+shared float am_v[POST == 2u ? G * RO * NX : 1u];
+shared uint am_i[POST == 2u ? G * RO * NX : 1u];
+
+// (v, i) beats (bv, bi): the first index of the maximum, as shaders/argmax.comp.
+bool beats(float v, uint i, float bv, uint bi) { return i != NONE && (bi == NONE || v > bv || (v == bv && i < bi)); }
+
+void take(float v, uint i, inout float bv, inout uint bi) {
+    if (beats(v, i, bv, bi)) {
+        bv = v;
+        bi = i;
+    }
+}
+
+// The subgroup's best pair, in every lane.
+void subgroup_best(inout float bv, inout uint bi) {
+    float m = subgroupMax(bi != NONE ? bv : -1.0 / 0.0);
+    bi = subgroupMin(bi != NONE && bv == m ? bi : NONE);
+    bv = m;
+}
+
+// The best of the n (max, index) pairs from word w (16-byte aligned) of the sync block.
+void pairs_best(uint w, uint n, out float bv, out uint bi) {
+    bv = 0.0;
+    bi = NONE;
+    uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize, n2 = (n + 1u) / 2u;
+    for (uint j0 = 0u; j0 < n2; j0 += 4u * sgs) {
+        uvec4 q[4];
+        [[unroll]] for (uint e = 0u; e < 4u; e++) q[e] = sync_w4[w / 4u + min(j0 + lane + e * sgs, n2 - 1u)];
+        [[unroll]] for (uint e = 0u; e < 4u; e++) {
+            uint j = j0 + lane + e * sgs;
+            if (j >= n2) continue;
+            take(uintBitsToFloat(q[e].x), q[e].y, bv, bi);
+            if (2u * j + 1u < n) take(uintBitsToFloat(q[e].z), q[e].w, bv, bi);
+        }
+    }
+    subgroup_best(bv, bi);
+}
+
+// The elected lane leaves pair (bv, bi) at word w and counts on word c of n members: whether this
+// is the last, in every lane.
+bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
+    bool last = false;
+    if (subgroupElect()) {
+        sync_w[w] = floatBitsToUint(bv);
+        sync_w[w + 1u] = bi;
+        memoryBarrierBuffer();
+        last = atomicAdd(sync_w[c], 1u) == n - 1u;
+    }
+    if (subgroupMax(last ? 1u : 0u) == 0u) return false;
+    memoryBarrierBuffer();
+    return true;
+}
+
+// Sync block words (runtime/vk_lower.c post_sync_bytes): [0] teams done, [64 + team] the team's
+// workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
+void post_argmax(uint gid, float v, uint i) {
+    uint t = gl_LocalInvocationIndex;
+    if (t < G * RO * NX) {
+        am_v[t] = v;
+        am_i[t] = i;
+    }
+    barrier();
+    if (gl_SubgroupID != 0u) return;
+    float bv = 0.0;
+    uint bi = NONE;
+    for (uint j = gl_SubgroupInvocationID; j < G * RO * NX; j += gl_SubgroupSize) take(am_v[j], am_i[j], bv, bi);
+    subgroup_best(bv, bi);
+    uint teams = (p.groups + TEAM - 1u) / TEAM, team = gid / TEAM, members = min(TEAM, p.groups - team * TEAM);
+    uint w1 = 64u + (teams + 3u) / 4u * 4u, w2 = w1 + 2u * ((p.groups + 3u) / 4u * 4u);
+    if (!leave_and_count(w1 + 2u * gid, bv, bi, 64u + team, members)) return;
+    pairs_best(w1 + 2u * team * TEAM, members, bv, bi);
+    if (subgroupElect()) sync_w[64u + team] = 0u; // for the next run: every member has counted
+    if (!leave_and_count(w2 + 2u * team, bv, bi, 0u, teams)) return;
+    pairs_best(w2, teams, bv, bi);
+    if (subgroupElect()) {
+        argmax_out[0] = bi;
+        sync_w[0] = 0u;
+    }
+}
+
 void main() {
     uint gid = group_id(), per_wg = G * RO, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
     uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
@@ -418,6 +509,8 @@ void main() {
         }
     barrier();
     float v = 0.0;
-    bool stored = gl_LocalInvocationIndex < G * RO * NX && store(gl_LocalInvocationIndex, w0, r0, rows, spg, v);
-    if (POST != 0u) post_sums(gid, stored ? v * v : 0.0);
+    uint col = 0u;
+    bool stored = gl_LocalInvocationIndex < G * RO * NX && store(gl_LocalInvocationIndex, w0, r0, rows, spg, v, col);
+    if (POST == 1u) post_sums(gid, stored ? v * v : 0.0);
+    if (POST == 2u) post_argmax(gid, v, stored ? col : NONE);
 }

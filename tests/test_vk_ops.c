@@ -117,6 +117,29 @@ static void compare(rlx_op op, const char *label, vkt_graph *t, const step *step
     close_side(g_cpu, &c, n_out);
 }
 
+/* compare with every f32 input drawn afresh (uniform in [-1, 1]) before each step: a program that
+ * kept state between runs (matvec.comp's counters) and so left the previous run's result in place
+ * would fail the step after. */
+static void compare_fresh(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps) {
+    int32_t n_out = rlx_graph_n_outputs(t->g);
+    side v, c;
+    bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
+    for (int k = 0; ok_vk && ok_cpu && k < n_steps; k++) {
+        for (int32_t i = 0; i < rlx_graph_n_inputs(t->g); i++) {
+            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_input_node(t->g, i));
+            if (n->dtype != RLX_DTYPE_F32) continue;
+            for (int64_t e = 0; e < rlx_shape_numel(&n->shape); e++) ((float *)t->in[i])[e] = vkt_uniform(&g_rng, -1, 1);
+        }
+        if (!T_OK(run_side(g_vk, t, &v, steps[k])) || !T_OK(run_side(g_cpu, t, &c, steps[k]))) break;
+        for (int32_t o = 0; o < n_out; o++) {
+            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
+            compare_output(op, label, t, o, &v, &c, n->shape.dim[0] == 1 ? 1 : steps[k].n_tokens, TOL_F32);
+        }
+    }
+    close_side(g_vk, &v, n_out);
+    close_side(g_cpu, &c, n_out);
+}
+
 static void compare1(rlx_op op, const char *label, vkt_graph *t, int32_t n_tokens) {
     step st = {0, n_tokens};
     compare(op, label, t, &st, 1, true, TOL_F32);
@@ -775,7 +798,7 @@ static void test_norm_matvec(void) {
 /* A norm of a residual add computed by a matvec (runtime/vk_lower.c fuse_norm_into_producer):
  * norm(y + x Wp) read by matmuls that do not fold it in (K-quant rows over 2,048). On one row the
  * producer writes the input times the norm's weights and leaves the rsqrt factor for the readers
- * (no rms_norm dispatch), over runs that each reuse its counter; with several rows, a reader that
+ * (no rms_norm dispatch), over runs of fresh inputs that each reuse its counter; with several rows, a reader that
  * folds the norm (F16) or a norm that is also an output, the norm is dispatched or folded as before. */
 typedef struct norm_post_case {
     uint32_t producer, reader;
@@ -801,7 +824,7 @@ static void norm_post_run(const norm_post_case *c) {
              (long long)c->rows, c->norm_out ? " +norm out" : "");
     int32_t r = (int32_t)c->rows;
     step steps[] = {{0, r}, {r + 2, r}, {2 * r + 5, r}};
-    compare(RLX_OP_RMS_NORM, label, &t, steps, 3, true, TOL_F32);
+    compare_fresh(RLX_OP_RMS_NORM, label, &t, steps, 3);
     size_t norms = vk_dispatch_count(&t, RLX_VK_KERNEL_rms_norm);
     T_CHECK(norms == c->want_norms, "%s: %zu rms_norm dispatches, expected %zu", label, norms, c->want_norms);
     printf("  %-10s %-44s rms_norm dispatches: %zu\n", "RMS_NORM", label, norms);
@@ -815,6 +838,44 @@ static void test_norm_post(void) {
         {RLX_DTYPE_F16, RLX_DTYPE_Q4_K, 3, false, 1},  {RLX_DTYPE_F16, RLX_DTYPE_F16, 1, false, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) norm_post_run(&cases[i]);
+}
+
+/* Greedy decode's argmax of the logits (runtime/vk_lower.c fuse_argmax_into_producer): on one row
+ * of a matmul on matvec.comp the matvec's last workgroups reduce the workgroups' maxima (no argmax
+ * dispatch), over runs of fresh inputs that each reuse its counters, with the norm before it folded, prepared by
+ * a residual matvec, or absent; with several rows, or logits that are an output too, the argmax
+ * keeps its dispatch. Vocabularies of several teams of 64 workgroups. */
+static void argmax_post_case(uint32_t type, int64_t k, int64_t vocab, int64_t rows, int norm, bool logits_out) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, k, 0), 1.0f);
+    if (norm == 2) /* prepared by the residual matvec when the reader cannot fold it (K-quant, k > 2048) */
+        x = rlx_add(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, k, 0), 1.0f),
+                    rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, k, k, 0)));
+    if (norm) x = rlx_rms_norm(t.g, x, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F32, 1, k, 0, 0), 1e-6f);
+    rlx_node logits = rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, type, 2, vocab, k, 0));
+    rlx_graph_mark_output(t.g, rlx_argmax(t.g, logits), "id");
+    if (logits_out) rlx_graph_mark_output(t.g, logits, "logits");
+    char label[96];
+    snprintf(label, sizeof label, "argmax(%s%s k=%lld) vocab %lld rows=%lld%s", tname(type),
+             norm == 2 ? " prepared norm" : norm ? " norm" : "", (long long)k, (long long)vocab, (long long)rows,
+             logits_out ? " +logits out" : "");
+    int32_t r = (int32_t)rows;
+    step steps[] = {{0, r}, {r + 2, r}, {2 * r + 5, r}};
+    compare_fresh(RLX_OP_ARGMAX, label, &t, steps, 3);
+    bool own = vk_dispatches(&t, RLX_VK_KERNEL_argmax), want = rows > 1 || logits_out;
+    T_CHECK(own == want, "%s: argmax dispatched: %s, expected %s", label, own ? "yes" : "no", want ? "yes" : "no");
+    printf("  %-10s %-44s argmax dispatched: %s\n", "ARGMAX", label, own ? "yes" : "no");
+    vkt_graph_free(&t);
+}
+
+static void test_argmax_post(void) {
+    argmax_post_case(RLX_DTYPE_F16, 64, 20000, 1, 0, false);
+    argmax_post_case(RLX_DTYPE_Q6_K, 256, 70000, 1, 1, false);
+    argmax_post_case(RLX_DTYPE_Q4_K, 2304, 3000, 1, 2, false);
+    argmax_post_case(RLX_DTYPE_Q8_0, 64, 777, 1, 1, false);
+    argmax_post_case(RLX_DTYPE_F16, 64, 5000, 3, 0, false);
+    argmax_post_case(RLX_DTYPE_F16, 64, 5000, 1, 0, true);
 }
 
 /* act(x Wg) * (x Wu) in one matvec (runtime/vk_lower.c fuse_gate_up) where the two projections
@@ -936,6 +997,7 @@ int main(void) {
     test_norm_add();
     test_norm_matvec();
     test_norm_post();
+    test_argmax_post();
     test_gate_up();
     test_unsupported_type();
     test_split_weights();
