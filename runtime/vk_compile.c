@@ -372,10 +372,11 @@ static rlx_status plan_arena(rlx_program *p) {
     }
     for (rlx_node i = 0; !s && i < p->n_nodes; i++) {
         vk_node *n = &p->nodes[i];
-        if (!n->live || n->fused_into != RLX_NO_NODE || n->fuse == VK_FUSE_NORM_BY_PRODUCER) continue;
+        bool by_producer = n->fuse == VK_FUSE_NORM_BY_PRODUCER || n->fuse == VK_FUSE_ARGMAX_BY_PRODUCER;
+        if (!n->live || n->fused_into != RLX_NO_NODE || by_producer) continue;
         if (n->store == VK_STORE_ARENA) s = place(p, bins, i, n->bytes, &n->bin, &n->offset);
-        /* a norm its producer writes is placed with the producer's output, beside everything that
-         * dispatch reads: no node between them may take its range */
+        /* a node its producer's matvec writes (post) is placed with the producer's output, beside
+         * everything that dispatch reads: no node between them may take its range */
         vk_node *pn = n->post != RLX_NO_NODE ? &p->nodes[n->post] : NULL;
         if (!s && pn) s = place(p, bins, n->post, pn->bytes, &pn->bin, &pn->offset);
         if (!s && n->scratch_bytes) s = place(p, bins, i, n->scratch_bytes, &n->scratch_bin, &n->scratch_offset);

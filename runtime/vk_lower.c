@@ -287,6 +287,23 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
     absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
 }
 
+static bool norm_fold_pays(const rlx_program *p, rlx_node mm);
+
+/* Whether every live reader of node i reads it only as the x of a MATMUL not yet fused that runs
+ * on matvec.comp (and, with fold, one that a norm folded into pays: norm_fold_pays). */
+static bool read_as_matvec_x(const rlx_program *p, rlx_node i, bool fold) {
+    int32_t readers = 0;
+    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
+        const vk_node *c = node(p, j);
+        if (!c->live || !reads(p, j, i)) continue;
+        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
+            !takes_matvec(p, j) || (fold && !norm_fold_pays(p, j)))
+            return false;
+        readers++;
+    }
+    return readers == node(p, i)->n_consumers;
+}
+
 /* The matvec plan of node at (a MATMUL, or a residual ADD of one, VK_FUSE_MATMUL_ADD) for one x
  * row in one weight part, or false when it has none. */
 static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
@@ -337,18 +354,9 @@ static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
     matvec_plan mv;
     if (n->fused_into != RLX_NO_NODE || n->fuse != VK_FUSE_NONE || n->is_output || n->store != VK_STORE_ARENA ||
         n->numel != last_dim(n) || n->n_consumers == 0 || a->info.op != RLX_OP_ADD || a->fuse != VK_FUSE_MATMUL_ADD ||
-        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv))
+        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv) ||
+        !read_as_matvec_x(p, i, false))
         return;
-    int32_t readers = 0;
-    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
-        const vk_node *c = node(p, j);
-        if (!c->live || !reads(p, j, i)) continue;
-        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
-            !takes_matvec(p, j))
-            return;
-        readers++;
-    }
-    if (readers != n->n_consumers) return;
     for (rlx_node j = i + 1; j < p->n_nodes; j++)
         if (node(p, j)->live && reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
     absorb(p, i, VK_FUSE_NORM_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
@@ -378,17 +386,9 @@ static bool norm_fold_pays(const rlx_program *p, rlx_node mm) {
  * fused_into is its last reader's, so that its operands stay live until that dispatch. */
 static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (n->is_output || n->store != VK_STORE_ARENA || n->fused_into != RLX_NO_NODE || n->n_consumers == 0) return;
-    int32_t readers = 0;
-    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
-        const vk_node *c = node(p, j);
-        if (!c->live || !reads(p, j, i)) continue;
-        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
-            !takes_matvec(p, j) || !norm_fold_pays(p, j))
-            return;
-        readers++;
-    }
-    if (readers != n->n_consumers) return;
+    if (n->is_output || n->store != VK_STORE_ARENA || n->fused_into != RLX_NO_NODE || n->n_consumers == 0 ||
+        !read_as_matvec_x(p, i, true))
+        return;
     rlx_node last = RLX_NO_NODE;
     for (rlx_node j = i + 1; j < p->n_nodes; j++) {
         if (!node(p, j)->live || !reads(p, j, i)) continue;
@@ -906,8 +906,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
                             post != RLX_NO_NODE ? 0x144u : 4u, push, sizeof push, mv.groups));
             continue;
         }
-        if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_norm_into_producer planned on matvec.comp */
-            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a prepared norm without a matvec plan", out_node);
+        if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a norm or argmax fused into its matvec without a matvec plan",
+                              out_node);
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
         RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
                         groups));

@@ -364,6 +364,20 @@ bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v, out uint 
 
 shared float post_red[WG / 4u];
 
+// Called by a whole subgroup after its elected lane stored its share in the sync block: that lane
+// counts on word c of n members; whether this was the last, in every lane, whose loads then see
+// every member's stores.
+bool counted_last(uint c, uint n) {
+    bool last = false;
+    if (subgroupElect()) {
+        memoryBarrierBuffer();
+        last = atomicAdd(sync_w[c], 1u) == n - 1u;
+    }
+    if (subgroupMax(last ? 1u : 0u) == 0u) return false;
+    memoryBarrierBuffer();
+    return true;
+}
+
 // POST, see above. The workgroup's sum of squares meets in post_red; its first subgroup leaves it,
 // and in the last workgroup sums all of them, eight 16-byte loads per lane in flight per trip.
 void post_sums(uint gid, float sq) {
@@ -373,14 +387,8 @@ void post_sums(uint gid, float sq) {
     if (gl_SubgroupID != 0u) return;
     sq = 0.0;
     for (uint i = 0u; i < gl_NumSubgroups; i++) sq += post_red[i];
-    uint last = 0u;
-    if (subgroupElect()) {
-        sync_w[SYNC_SUMS + gid] = floatBitsToUint(sq);
-        memoryBarrierBuffer();
-        last = atomicAdd(sync_w[0], 1u) == p.groups - 1u ? 1u : 0u;
-    }
-    if (subgroupMax(last) == 0u) return;
-    memoryBarrierBuffer();
+    if (subgroupElect()) sync_w[SYNC_SUMS + gid] = floatBitsToUint(sq);
+    if (!counted_last(0u, p.groups)) return;
     uint n4 = (p.groups + 3u) / 4u, lane4 = gl_SubgroupInvocationID, b4 = SYNC_SUMS / 4u;
     vec4 acc4 = vec4(0.0);
     for (uint j0 = 0u; j0 < n4; j0 += 8u * gl_SubgroupSize) {
@@ -439,19 +447,13 @@ void pairs_best(uint w, uint n, out float bv, out uint bi) {
     subgroup_best(bv, bi);
 }
 
-// The elected lane leaves pair (bv, bi) at word w and counts on word c of n members: whether this
-// is the last, in every lane.
+// The elected lane leaves pair (bv, bi) at word w, then counted_last(c, n).
 bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
-    bool last = false;
     if (subgroupElect()) {
         sync_w[w] = floatBitsToUint(bv);
         sync_w[w + 1u] = bi;
-        memoryBarrierBuffer();
-        last = atomicAdd(sync_w[c], 1u) == n - 1u;
     }
-    if (subgroupMax(last ? 1u : 0u) == 0u) return false;
-    memoryBarrierBuffer();
-    return true;
+    return counted_last(c, n);
 }
 
 // Sync block words (runtime/vk_lower.c post_sync_bytes): [0] teams done, [64 + team] the team's

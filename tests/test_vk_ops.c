@@ -96,9 +96,12 @@ static void compare_output(rlx_op op, const char *label, vkt_graph *t, int32_t o
 }
 
 /* Compiles t on both backends, runs the steps, compares every output after each. Outputs whose
- * dim 0 is the graph's row count compare only the first n_tokens rows when token_major. */
-static void compare(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps, bool token_major,
-                    double tol) {
+ * dim 0 is the graph's row count compare only the first n_tokens rows when token_major. With
+ * fresh, every f32 input is drawn afresh (uniform in [-1, 1]) before each step, so a program that
+ * kept state between runs (matvec.comp's counters) and left the previous run's result in place
+ * fails the step after. */
+static void compare_runs(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps, bool token_major,
+                         double tol, bool fresh) {
     int32_t n_out = rlx_graph_n_outputs(t->g);
     side v, c;
     bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
@@ -106,6 +109,11 @@ static void compare(rlx_op op, const char *label, vkt_graph *t, const step *step
     int64_t static_rows = rlx_graph_n_inputs(t->g) ? rlx_graph_node(t->g, rlx_graph_input_node(t->g, 0))->shape.dim[0]
                                                     : 1;
     for (int k = 0; ok && k < n_steps; k++) {
+        for (int32_t i = 0; fresh && i < rlx_graph_n_inputs(t->g); i++) {
+            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_input_node(t->g, i));
+            if (n->dtype != RLX_DTYPE_F32) continue;
+            for (int64_t e = 0; e < rlx_shape_numel(&n->shape); e++) ((float *)t->in[i])[e] = vkt_uniform(&g_rng, -1, 1);
+        }
         if (!T_OK(run_side(g_vk, t, &v, steps[k])) || !T_OK(run_side(g_cpu, t, &c, steps[k]))) break;
         for (int32_t o = 0; o < n_out; o++) {
             const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
@@ -117,27 +125,13 @@ static void compare(rlx_op op, const char *label, vkt_graph *t, const step *step
     close_side(g_cpu, &c, n_out);
 }
 
-/* compare with every f32 input drawn afresh (uniform in [-1, 1]) before each step: a program that
- * kept state between runs (matvec.comp's counters) and so left the previous run's result in place
- * would fail the step after. */
+static void compare(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps, bool token_major,
+                    double tol) {
+    compare_runs(op, label, t, steps, n_steps, token_major, tol, false);
+}
+
 static void compare_fresh(rlx_op op, const char *label, vkt_graph *t, const step *steps, int n_steps) {
-    int32_t n_out = rlx_graph_n_outputs(t->g);
-    side v, c;
-    bool ok_vk = open_side(g_vk, t, &v, n_out), ok_cpu = open_side(g_cpu, t, &c, n_out); /* both, always */
-    for (int k = 0; ok_vk && ok_cpu && k < n_steps; k++) {
-        for (int32_t i = 0; i < rlx_graph_n_inputs(t->g); i++) {
-            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_input_node(t->g, i));
-            if (n->dtype != RLX_DTYPE_F32) continue;
-            for (int64_t e = 0; e < rlx_shape_numel(&n->shape); e++) ((float *)t->in[i])[e] = vkt_uniform(&g_rng, -1, 1);
-        }
-        if (!T_OK(run_side(g_vk, t, &v, steps[k])) || !T_OK(run_side(g_cpu, t, &c, steps[k]))) break;
-        for (int32_t o = 0; o < n_out; o++) {
-            const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
-            compare_output(op, label, t, o, &v, &c, n->shape.dim[0] == 1 ? 1 : steps[k].n_tokens, TOL_F32);
-        }
-    }
-    close_side(g_vk, &v, n_out);
-    close_side(g_cpu, &c, n_out);
+    compare_runs(op, label, t, steps, n_steps, true, TOL_F32, true);
 }
 
 static void compare1(rlx_op op, const char *label, vkt_graph *t, int32_t n_tokens) {
