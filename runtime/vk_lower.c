@@ -18,7 +18,7 @@
 #define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
 #define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
 #define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
-#define ATTN_DEFAULT_GW 2       /* ... by default: more workgroups at short contexts (8B tg128 147 -> 158 t/s against 4) */
+#define ATTN_DEFAULT_GW 2       /* ... by default where keys are split (8B tg128 147 -> 158 t/s against 4, unsplit) */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
 /* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
@@ -1049,11 +1049,14 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
                    stride_groups(rows * row, p->b->wg));
 }
 
-/* Query heads per attention workgroup: the largest divisor of H / H_kv up to ATTN_DEFAULT_GW (or up
- * to RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. */
-static uint32_t attention_gw(int64_t heads, int64_t kv_heads) {
+/* Query heads per attention workgroup: the largest divisor of H / H_kv up to a default (or up to
+ * RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. Where
+ * the keys are not split, decode attention is latency and one head per workgroup halves each
+ * workgroup's walk (H100 tg128: 8B F16 154.9 -> 156.6 t/s, 8B Q4_K_M 239.2 -> 242.7, 0.6B F16
+ * 793 -> 830, against 2); split key ranges keep ATTN_DEFAULT_GW (not measured at long contexts). */
+static uint32_t attention_gw(int64_t heads, int64_t kv_heads, uint32_t splits) {
     int64_t g = heads / kv_heads;
-    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, ATTN_DEFAULT_GW); gw > 1; gw--)
+    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1); gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;
     return 1;
 }
@@ -1146,7 +1149,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1]), sg_min = c->subgroup_min ? c->subgroup_min : 1;
+    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1], splits), sg_min = c->subgroup_min ? c->subgroup_min : 1;
     uint32_t wg = c->is_cpu ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
