@@ -933,6 +933,17 @@ static void test_kv_fusions(void) {
         {true, false, 1, 12, 4, 256, 256, 20, 256, 0, RLX_ROPE_LAYOUT_NEOX},  /* decode, gemma3-sized heads */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
+    /* Unsplit decode takes one query head per workgroup; the knob RLX_VK_ATTN_GW gives it more
+     * (heads sharing one kv head), on the plain and the fused kernel. */
+    static const char *const gw[] = {"2", "4"};
+    static const kv_case gqa4 = {true, false, 1, 8, 2, 64, 64, 40, 64, 0, RLX_ROPE_LAYOUT_NEOX};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("RLX_VK_ATTN_GW", gw[i], 1);
+        printf("  RLX_VK_ATTN_GW=%s:\n", gw[i]);
+        kv_fusion_case(&gqa4);
+        attention_cached(8, 2, 64, 0, 1, 96);
+    }
+    unsetenv("RLX_VK_ATTN_GW");
 }
 
 typedef void (*op_test)(void);
