@@ -1,6 +1,6 @@
 /* What the Vulkan backend's files share: the backend, session and program structs, and the
- * lowering interface between vk_compile.c (planning, recording) and vk_lower.c (one function per
- * IR op, generated from ops.def). */
+ * lowering interface between vk_compile.c (planning, recording), vk_fuse.c (fusion planning) and
+ * vk_lower.c (one function per IR op, generated from ops.def). */
 #ifndef RLX_RUNTIME_VK_INTERNAL_H
 #define RLX_RUNTIME_VK_INTERNAL_H
 
@@ -198,10 +198,13 @@ rlx_status vk_const_reserve(rlx_program *p, VkDeviceSize bytes, VkDeviceSize *of
 /* The range of [offset, offset + bytes) in the consts region (valid once compile has allocated it). */
 vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize bytes);
 
-/* ---- vk_lower.c ---- */
+/* ---- vk_fuse.c ---- */
 
 /* Chooses fusions (sets fuse / fused_into); needs live and n_consumers. */
 void vk_plan_fusion(rlx_program *p);
+
+/* ---- vk_lower.c ---- */
+
 /* Per-node preparation before planning: consts it needs (ROPE tables), arena scratch (MOE_FFN),
  * run-time checks; errors for what the backend cannot run (an unsupported weight type, names it). */
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i);

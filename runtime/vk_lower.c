@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "loader/dequant.h"
-#include "runtime/vk_internal.h"
+#include "runtime/vk_lower.h"
 
 #define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */
 #define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
@@ -21,12 +21,10 @@
 #define ATTN_DEFAULT_GW 2       /* ... by default where keys are split (8B tg128 147 -> 158 t/s against 4, unsplit) */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
-/* shaders/ew.comp OP, shaders/matmul.comp EPI, shaders/moe_mv.comp MODE */
+/* shaders/ew.comp OP, shaders/moe_mv.comp MODE */
 enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
-enum { EPI_NONE, EPI_ADD, EPI_SILU_MUL, EPI_GELU_MUL };
 enum { MOE_GATE, MOE_UP, MOE_DOWN };
 
-static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t stride_groups(uint64_t n, uint32_t wg) {
     uint64_t g = ceil_div(n, wg);
     return g < MAX_STRIDE_GROUPS ? g : MAX_STRIDE_GROUPS;
@@ -37,11 +35,6 @@ static uint32_t f32_bits(float f) {
     return u;
 }
 
-static const vk_node *node(const rlx_program *p, rlx_node i) { return &p->nodes[i]; }
-static const vk_node *in(const rlx_program *p, rlx_node i, int k) { return &p->nodes[p->nodes[i].info.in[k]]; }
-static rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[0]; }
-static rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
-static int64_t last_dim(const vk_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
 /* Rows of the last dim per token row of n (0 when n is not token-major). */
 static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
 
@@ -76,24 +69,6 @@ static rlx_status check_type(const rlx_program *p, rlx_node i, const vk_node *w,
 
 /* ---- packed matrix operands (MATMUL w, EMBED table, MOE_FFN experts) ---- */
 
-typedef struct matrix {
-    uint32_t type;
-    uint64_t rows, row_bytes;
-    uint32_t n_parts;
-    const vk_weight *w; /* NULL for an F32 activation (one part) */
-    vk_range whole;     /* the activation's range */
-} matrix;
-
-static matrix matrix_of(const rlx_program *p, rlx_node n) {
-    const vk_node *v = node(p, n);
-    if (v->store == VK_STORE_WEIGHT) {
-        const vk_weight *w = v->weight;
-        return (matrix){w->type, w->rows, w->row_bytes, w->n_parts, w, {0}};
-    }
-    uint64_t cols = (uint64_t)last_dim(v);
-    return (matrix){RLX_DTYPE_F32, (uint64_t)v->numel / cols, cols * 4, 1, NULL, vk_node_range(p, n)};
-}
-
 static void matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows) {
     if (!m->w) {
         *r = m->whole;
@@ -113,315 +88,6 @@ static rlx_status single_part(const rlx_program *p, rlx_node i, const matrix *m)
                       " bytes on %s)",
                       i, rlx_op_name(p->nodes[i].info.op), m->w->name, m->rows * m->row_bytes, p->b->dev->max_binding,
                       p->b->dev->caps->name);
-}
-
-/* ---- fusion ---- */
-
-/* Node j can be folded into its single consumer: computed, read once, not an output. */
-static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
-    const vk_node *n = node(p, j);
-    return n->info.op == op && n->live && !n->is_output && n->n_consumers == 1 && n->store == VK_STORE_ARENA &&
-           n->fused_into == RLX_NO_NODE;
-}
-
-static void absorb(rlx_program *p, rlx_node into, vk_fuse kind, rlx_node a, rlx_node b) {
-    vk_node *n = &p->nodes[into];
-    n->fuse = (uint8_t)kind;
-    n->fuse_a = a;
-    n->fuse_b = b;
-}
-
-/* ADD(matmul, y) or ADD(y, matmul): the residual add becomes the matmul's epilogue; else
- * ADD(rms_norm, y) or ADD(y, rms_norm) (a post-norm, as Gemma 3 has) the norm's. */
-static void fuse_add(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    static const rlx_op producers[2] = {RLX_OP_MATMUL, RLX_OP_RMS_NORM};
-    static const vk_fuse kinds[2] = {VK_FUSE_MATMUL_ADD, VK_FUSE_NORM_ADD};
-    for (int f = 0; f < 2; f++)
-        for (int k = 0; k < 2; k++) {
-            rlx_node m = n->info.in[k], other = n->info.in[1 - k];
-            if (m == other || !absorbable(p, m, producers[f])) continue;
-            p->nodes[m].fused_into = i;
-            absorb(p, i, kinds[f], m, other);
-            return;
-        }
-}
-
-static bool takes_matvec(const rlx_program *p, rlx_node mm);
-
-typedef struct matvec_plan {
-    uint32_t spec[9]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST */
-    uint64_t groups;
-} matvec_plan;
-static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                             uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out);
-static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b);
-
-/* MUL i = act(x Wg) * (x Wu) fused as VK_FUSE_MATMUL_GATE, with the activation absorbed: when the
- * gate matmul reads the same x, its weights match Wu's (type, shape, one binding) and the up matmul
- * runs on shaders/matvec.comp, that matvec computes the gate rows too (its GATE), and the gate
- * projection has no dispatch and no stage of its own. */
-static void fuse_gate_up(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    rlx_node g = in0(p, n->fuse_b), u = n->fuse_a;
-    if (!absorbable(p, g, RLX_OP_MATMUL) || in0(p, g) != in0(p, u) ||
-        !same_single_part_weights(p, in1(p, g), in1(p, u)) || !takes_matvec(p, u))
-        return;
-    p->nodes[g].fused_into = i;
-    p->nodes[i].fuse = VK_FUSE_GATE_UP;
-}
-
-static bool is_act(const rlx_program *p, rlx_node j) {
-    rlx_op op = node(p, j)->info.op;
-    return op == RLX_OP_SILU || op == RLX_OP_GELU_TANH;
-}
-
-/* MUL(act(g), u) or MUL(u, act(g)), act SiLU or GELU-tanh: the gated FFN. With u a matmul read only
- * here, the gate is the up-projection's epilogue; otherwise one elementwise kernel does act * u.
- * The activation node is skipped when nothing else reads it. */
-static void fuse_mul(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    for (int k = 0; k < 2; k++) {
-        rlx_node act = n->info.in[k], u = n->info.in[1 - k];
-        if (act == u || !is_act(p, act) || !node(p, act)->live) continue;
-        bool act_gone = absorbable(p, act, node(p, act)->info.op);
-        if (absorbable(p, u, RLX_OP_MATMUL)) {
-            p->nodes[u].fused_into = i;
-            if (act_gone) p->nodes[act].fused_into = i;
-            absorb(p, i, VK_FUSE_MATMUL_GATE, u, act);
-            if (act_gone) fuse_gate_up(p, i);
-            return;
-        }
-        if (act_gone) {
-            p->nodes[act].fused_into = i;
-            absorb(p, i, VK_FUSE_ACT_MUL, act, u);
-            return;
-        }
-    }
-}
-
-/* SCALE(RMS_NORM) -> the norm's scale; ROPE(RMS_NORM over heads) -> q/k norm + RoPE. */
-static void fuse_norm(rlx_program *p, rlx_node i, vk_fuse kind) {
-    rlx_node m = node(p, i)->info.in[0];
-    if (!absorbable(p, m, RLX_OP_RMS_NORM)) return;
-    p->nodes[m].fused_into = i;
-    absorb(p, i, kind, m, RLX_NO_NODE);
-}
-
-/* The node that computes the values j reads (through RESHAPE views). */
-static rlx_node producer(const rlx_program *p, rlx_node j) {
-    while (node(p, j)->info.op == RLX_OP_RESHAPE) j = node(p, j)->info.in[0];
-    return j;
-}
-
-static bool reads(const rlx_program *p, rlx_node j, rlx_node x) {
-    for (int k = 0; k < node(p, j)->info.n_in; k++)
-        if (node(p, j)->info.in[k] == x) return true;
-    return false;
-}
-
-/* The V KV_WRITE that K's write kw can carry out as well: the V operand of the attention that reads
- * kw, when its rows exist by kw's dispatch (a leaf, or computed earlier by a dispatch of its own),
- * match K's rows, and nothing reads the V cache until after kw. RLX_NO_NODE otherwise. */
-static rlx_node v_partner(const rlx_program *p, rlx_node kw) {
-    rlx_node a = kw + 1;
-    for (; a < p->n_nodes; a++)
-        if (node(p, a)->live && node(p, a)->info.op == RLX_OP_ATTENTION && node(p, a)->info.in[1] == kw) break;
-    if (a >= p->n_nodes) return RLX_NO_NODE;
-    rlx_node vw = node(p, a)->info.in[2];
-    const vk_node *v = node(p, vw);
-    if (vw == kw || v->info.op != RLX_OP_KV_WRITE || v->fused_into != RLX_NO_NODE || v->fuse != VK_FUSE_NONE ||
-        node(p, v->info.in[0])->n_consumers != 1)
-        return RLX_NO_NODE;
-    rlx_node src = producer(p, v->info.in[1]);
-    bool leaf = node(p, src)->store == VK_STORE_INPUT || node(p, src)->store == VK_STORE_WEIGHT;
-    if (!leaf && (src > kw || node(p, src)->fused_into != RLX_NO_NODE)) return RLX_NO_NODE;
-    if (node(p, v->info.in[1])->info.shape.dim[0] != in(p, kw, 1)->info.shape.dim[0]) return RLX_NO_NODE;
-    for (rlx_node j = 0; j <= kw; j++)
-        if (node(p, j)->live && reads(p, j, vw)) return RLX_NO_NODE;
-    return vw;
-}
-
-/* KV_WRITE(cache, ROPE(..)): the RoPE kernel (or the q/k norm + RoPE kernel it absorbed) writes K
- * straight into the cache, and copies V's rows into the V cache when v_partner allows: two
- * dispatches fewer per layer. */
-static void fuse_kv(rlx_program *p, rlx_node i) {
-    rlx_node r = node(p, i)->info.in[1];
-    if (node(p, i)->fused_into != RLX_NO_NODE || !absorbable(p, r, RLX_OP_ROPE)) return;
-    p->nodes[r].fused_into = i;
-    rlx_node vw = v_partner(p, i);
-    if (vw != RLX_NO_NODE) p->nodes[vw].fused_into = i;
-    absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
-}
-
-/* The RMS_NORM a ROPE node absorbed (VK_FUSE_NORM_ROPE), or RLX_NO_NODE. */
-static rlx_node rope_norm(const rlx_program *p, rlx_node r) {
-    return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
-}
-
-/* ATTENTION a of one query row (a decode step) whose q is a ROPE [of an RMS_NORM] read only here and
- * whose K write carries K's RoPE [and norm] (fuse_kv): shaders/attention_step.comp does the q/k
- * norms, the RoPE and both cache writes itself, so they take no stage of their own (a stage fewer
- * per layer). The q and k sides must match (both normed or neither, one RoPE layout and n_rot),
- * and the V write may be K's partner or a plain KV_WRITE. */
-static void fuse_attention_step(rlx_program *p, rlx_node a) {
-    rlx_node qr = in0(p, a), kw = in1(p, a), vw = node(p, a)->info.in[2];
-    const vk_node *q = node(p, qr), *k = node(p, kw), *v = node(p, vw);
-    if (q->info.shape.dim[0] != 1 || !absorbable(p, qr, RLX_OP_ROPE) ||
-        (q->fuse != VK_FUSE_NONE && q->fuse != VK_FUSE_NORM_ROPE))
-        return;
-    if (k->info.op != RLX_OP_KV_WRITE || k->fuse != VK_FUSE_KV_ROPE || k->fused_into != RLX_NO_NODE ||
-        k->n_consumers != 1 || in(p, kw, 0)->n_consumers != 1 || in(p, kw, 1)->info.shape.dim[0] != 1)
-        return;
-    const rlx_rope_attrs *qa = &q->info.attrs.rope, *ka = &node(p, k->fuse_a)->info.attrs.rope;
-    if ((rope_norm(p, qr) == RLX_NO_NODE) != (rope_norm(p, k->fuse_a) == RLX_NO_NODE) || qa->layout != ka->layout ||
-        qa->n_rot != ka->n_rot)
-        return;
-    bool partner = k->fuse_b == vw;
-    if (vw == kw || v->info.op != RLX_OP_KV_WRITE || v->n_consumers != 1 || in(p, vw, 0)->n_consumers != 1 ||
-        in(p, vw, 1)->info.shape.dim[0] != 1 || (!partner && (v->fused_into != RLX_NO_NODE || v->fuse != VK_FUSE_NONE)))
-        return;
-    p->nodes[qr].fused_into = a;
-    p->nodes[kw].fused_into = a;
-    if (!partner) p->nodes[vw].fused_into = a;
-    absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
-}
-
-static bool norm_fold_pays(const rlx_program *p, rlx_node mm);
-
-/* Whether every live reader of node i reads it only as the x of a MATMUL not yet fused that runs
- * on matvec.comp (and, with fold, one that a norm folded into pays: norm_fold_pays). */
-static bool read_as_matvec_x(const rlx_program *p, rlx_node i, bool fold) {
-    int32_t readers = 0;
-    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
-        const vk_node *c = node(p, j);
-        if (!c->live || !reads(p, j, i)) continue;
-        if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
-            !takes_matvec(p, j) || (fold && !norm_fold_pays(p, j)))
-            return false;
-        readers++;
-    }
-    return readers == node(p, i)->n_consumers;
-}
-
-/* The matvec plan of node at (a MATMUL, or a residual ADD of one, VK_FUSE_MATMUL_ADD) for one x
- * row in one weight part, or false when it has none. */
-static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
-    bool add = node(p, at)->info.op == RLX_OP_ADD;
-    rlx_node mm = add ? node(p, at)->fuse_a : at;
-    matrix w = matrix_of(p, in1(p, mm));
-    uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
-    return takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
-           matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE, node(p, mm)->fuse != VK_FUSE_NONE,
-                            false, mv);
-}
-
-#define MATVEC_ARGMAX_TEAM 64 /* shaders/matvec.comp TEAM: workgroups whose maxima the last of them reduces */
-
-/* shaders/matvec.comp POST's sync block in words, from its start: the count of workgroups done,
- * the norm's factor at 32, then for a norm a sum of squares per workgroup from 64; for an argmax
- * a count per team from 64, then a (max, index) pair per workgroup and one per team, each list
- * 16-byte aligned. */
-static uint64_t post_sync_bytes(const rlx_program *p, rlx_node at) {
-    matvec_plan mv;
-    if (!post_plan(p, at, &mv)) return 0;
-    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, MATVEC_ARGMAX_TEAM), 4) * 4;
-    bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
-    return (64 + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
-}
-
-/* ARGMAX i of the one row of a MATMUL on matvec.comp that nothing else reads (the logits of greedy
- * decode): that matvec's workgroups leave their maxima, and the last ones to finish reduce them,
- * so the argmax has no dispatch and no stage of its own. */
-static void fuse_argmax_into_producer(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i), *mm = node(p, in0(p, i));
-    matvec_plan mv;
-    if (n->fused_into != RLX_NO_NODE || n->store != VK_STORE_ARENA || mm->info.op != RLX_OP_MATMUL ||
-        mm->n_consumers != 1 || mm->is_output || mm->fused_into != RLX_NO_NODE || mm->post != RLX_NO_NODE ||
-        last_dim(mm) != mm->numel || !post_plan(p, in0(p, i), &mv))
-        return;
-    absorb(p, i, VK_FUSE_ARGMAX_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
-    p->nodes[in0(p, i)].post = i;
-}
-
-/* RMS_NORM i of one row whose input is a residual add computed by a matvec (VK_FUSE_MATMUL_ADD:
- * decode's o and down projections) and read only as the x of matmuls on matvec.comp that do not
- * fold it in (K-quant rows over NORM_FOLD_MAX_KQUANT_K): that matvec writes the input times the
- * norm's weights and leaves the rsqrt factor, which the readers apply to their sums (SCALED), so
- * the norm has no dispatch and no stage of its own. */
-static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i), *a = node(p, in0(p, i));
-    matvec_plan mv;
-    if (n->fused_into != RLX_NO_NODE || n->fuse != VK_FUSE_NONE || n->is_output || n->store != VK_STORE_ARENA ||
-        n->numel != last_dim(n) || n->n_consumers == 0 || a->info.op != RLX_OP_ADD || a->fuse != VK_FUSE_MATMUL_ADD ||
-        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv) ||
-        !read_as_matvec_x(p, i, false))
-        return;
-    for (rlx_node j = i + 1; j < p->n_nodes; j++)
-        if (node(p, j)->live && reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
-    absorb(p, i, VK_FUSE_NORM_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
-    p->nodes[in0(p, i)].post = i;
-}
-
-/* The node whose dispatch computes node j's value. */
-static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
-    while (node(p, j)->fused_into != RLX_NO_NODE) j = node(p, j)->fused_into;
-    return j;
-}
-
-/* A folded norm makes every x load of a matvec also load and multiply the norm's weights. On long
- * K-quant rows that cost more than the stage it saves (H100, Qwen3-8B Q4_K_M tg128 197 -> 187 t/s
- * with the fold; rows of 4,096), while Qwen3-0.6B's rows of 1,024 gained. */
-#define NORM_FOLD_MAX_KQUANT_K 2048
-
-static bool norm_fold_pays(const rlx_program *p, rlx_node mm) {
-    uint32_t type = matrix_of(p, node(p, mm)->info.in[1]).type;
-    return (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) || last_dim(in(p, mm, 0)) <= NORM_FOLD_MAX_KQUANT_K;
-}
-
-/* RMS_NORM read only as the x of matmuls that run on shaders/matvec.comp (decode: q/k/v, gate/up):
- * each of them normalises its x rows itself, and the norm has no dispatch of its own (a stage
- * fewer, twice a layer). Where any reader takes another kernel (prefill rows, types matvec.comp
- * does not decode) the norm keeps its dispatch: computed once, not once per reader. The norm's
- * fused_into is its last reader's, so that its operands stay live until that dispatch. */
-static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    if (n->is_output || n->store != VK_STORE_ARENA || n->fused_into != RLX_NO_NODE || n->n_consumers == 0 ||
-        !read_as_matvec_x(p, i, true))
-        return;
-    rlx_node last = RLX_NO_NODE;
-    for (rlx_node j = i + 1; j < p->n_nodes; j++) {
-        if (!node(p, j)->live || !reads(p, j, i)) continue;
-        absorb(p, j, VK_FUSE_MATVEC_NORM, i, RLX_NO_NODE);
-        if (last == RLX_NO_NODE || dispatch_of(p, j) > dispatch_of(p, last)) last = j;
-    }
-    p->nodes[i].fused_into = last;
-}
-
-void vk_plan_fusion(rlx_program *p) {
-    for (rlx_node i = 0; i < p->n_nodes; i++) {
-        if (!node(p, i)->live) continue;
-        switch (node(p, i)->info.op) {
-        case RLX_OP_ADD: fuse_add(p, i); break;
-        case RLX_OP_MUL: fuse_mul(p, i); break;
-        case RLX_OP_SCALE: fuse_norm(p, i, VK_FUSE_NORM_SCALE); break;
-        case RLX_OP_ROPE: fuse_norm(p, i, VK_FUSE_NORM_ROPE); break;
-        default: break;
-        }
-    }
-    /* after the others, so that v_partner sees every node's final fused_into, and a norm folded into
-     * matvecs sees where each of them is dispatched */
-    for (rlx_node i = 0; i < p->n_nodes; i++) {
-        if (!node(p, i)->live) continue;
-        if (node(p, i)->info.op == RLX_OP_KV_WRITE) fuse_kv(p, i);
-        if (node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_matvec(p, i);
-    }
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_RMS_NORM) fuse_norm_into_producer(p, i);
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ARGMAX) fuse_argmax_into_producer(p, i);
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
 }
 
 /* ---- preparation ---- */
@@ -546,9 +212,9 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
     case RLX_OP_ADD:
         if (n->post == RLX_NO_NODE) return NULL;
-        return vk_const_reserve(p, post_sync_bytes(p, i), &n->const_offset);
+        return vk_const_reserve(p, vk_post_sync_bytes(p, i), &n->const_offset);
     case RLX_OP_MATMUL:
-        if (n->post != RLX_NO_NODE) RLX_TRY(vk_const_reserve(p, post_sync_bytes(p, i), &n->const_offset));
+        if (n->post != RLX_NO_NODE) RLX_TRY(vk_const_reserve(p, vk_post_sync_bytes(p, i), &n->const_offset));
         return in(p, i, 1)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 1), "weight") : NULL;
     case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
     default: return NULL;
@@ -768,8 +434,8 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
  * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
  * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults: knobs for measuring, as the best
  * values differ between devices. */
-static bool matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                             uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
+bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
+                         uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
     if (!matvec_fits(p, type, k)) return false;
@@ -806,7 +472,7 @@ static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
 }
 
 /* Whether a and b are weights of one type and shape, each in a single binding. */
-static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
+bool vk_same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
     matrix ma = matrix_of(p, a), mb = matrix_of(p, b);
     return ma.w && mb.w && ma.n_parts == 1 && mb.n_parts == 1 && ma.type == mb.type && ma.rows == mb.rows &&
            ma.row_bytes == mb.row_bytes;
@@ -814,7 +480,7 @@ static bool same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node 
 
 /* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
  * on the type and row length only). */
-static bool takes_matvec(const rlx_program *p, rlx_node mm) {
+bool vk_takes_matvec(const rlx_program *p, rlx_node mm) {
     const vk_node *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
@@ -839,7 +505,7 @@ static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
     out->norm_w = out->rows;
     if (out->norm == 2) {
         rlx_node add = node(p, n->fuse_a)->fuse_a;
-        out->norm_w = vk_const_range(p, node(p, add)->const_offset, post_sync_bytes(p, add));
+        out->norm_w = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
     }
     if (out->norm != 1) return NULL;
     out->eps = node(p, n->fuse_a)->info.attrs.eps;
@@ -891,13 +557,13 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer, fuse_argmax_into_producer */
             bind[6] = vk_node_range(p, post);
             if (post_kind == 1) RLX_TRY(vk_f32_range(p, in1(p, post), &bind[7]));
-            bind[8] = vk_const_range(p, n->const_offset, post_sync_bytes(p, out_node));
+            bind[8] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
         uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
         matvec_plan mv;
-        if (matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
+        if (vk_matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
                              gate != RLX_NO_NODE, &mv)) {
             mv.spec[6] = x_in.norm;
             mv.spec[8] = post_kind;
@@ -1098,7 +764,7 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
  * and eps, and the RoPE angle steps (runtime/vk_lower.c prepare_rope). */
 static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range *w, vk_range *turns, float *eps) {
     const vk_node *r = node(p, rope);
-    rlx_node norm = rope_norm(p, rope);
+    rlx_node norm = vk_rope_norm(p, rope);
     RLX_TRY(vk_f32_range(p, norm != RLX_NO_NODE ? in0(p, norm) : in0(p, rope), x));
     *w = *x;
     *eps = 0.0f;
@@ -1128,7 +794,7 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     uint32_t dh = push[3], dv = push[4];
     if (r->n_rot == 0) b[9] = b[10] = b[0]; /* no angle is read */
     spec[7] = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
-    spec[8] = rope_norm(p, qr) != RLX_NO_NODE;
+    spec[8] = vk_rope_norm(p, qr) != RLX_NO_NODE;
     spec[9] = dh > dv ? dh : dv;
     push[10] = (uint32_t)r->n_rot;
     push[11] = f32_bits(q_eps);

@@ -14,7 +14,7 @@
 // workgroup each, which write their unnormalised partial (max, sum, acc[Dv]) for attn_combine.comp.
 // EPL and EPV are planned for the device's smallest subgroup size, so any size it runs covers the
 // head dims.
-// ATTN_STEP (attention_step.comp; runtime/vk_lower.c fuse_attention_step): one decode token, whose
+// ATTN_STEP (attention_step.comp; runtime/vk_fuse.c fuse_attention_step): one decode token, whose
 // q/k norm, RoPE and K/V cache write come into this dispatch instead of a stage of their own. Each
 // workgroup turns its GW query heads and the new key into shared memory (a subgroup per head, as
 // rms_norm.comp does), one workgroup per kv head writes the new K and V rows into the caches, and

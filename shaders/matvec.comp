@@ -71,7 +71,7 @@ layout(set = 1, binding = 5) readonly buffer Wg1 { uint gu[]; };
 layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST 1: out * pw
 layout(set = 1, binding = 6) writeonly buffer Xi { uint argmax_out[]; }; // POST 2: the index
 layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
-// POST's sync block (runtime/vk_lower.c post_sync_bytes): the count of workgroups done, the
+// POST's sync block (runtime/vk_fuse.c vk_post_sync_bytes): the count of workgroups done, the
 // rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
 layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
 layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
@@ -456,7 +456,7 @@ bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
     return counted_last(c, n);
 }
 
-// Sync block words (runtime/vk_lower.c post_sync_bytes): [0] teams done, [64 + team] the team's
+// Sync block words (runtime/vk_fuse.c vk_post_sync_bytes): [0] teams done, [64 + team] the team's
 // workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
 void post_argmax(uint gid, float v, uint i) {
     uint t = gl_LocalInvocationIndex;

@@ -643,7 +643,7 @@ static void test_fusions(void) {
 }
 
 /* One attention layer as the runners build it: K = rope([rms_norm](x Wk)) goes into the cache
- * through the RoPE kernel (runtime/vk_lower.c fuse_kv), and V's rows ride along in that dispatch
+ * through the RoPE kernel (runtime/vk_fuse.c fuse_kv), and V's rows ride along in that dispatch
  * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). With one query
  * row (decode) the attention kernel does all of it (fuse_attention_step). Checks the attention
  * output and both caches over prefill, decode and padded steps, and which kernels are dispatched:
@@ -723,7 +723,7 @@ static void test_norm_add(void) {
     }
 }
 
-/* The decode patterns around a layer's norms (runtime/vk_lower.c fuse_norm_matvec): an attention
+/* The decode patterns around a layer's norms (runtime/vk_fuse.c fuse_norm_matvec): an attention
  * norm read by the q, k and v projections, an FFN norm read by the gate and up projections (a
  * gated FFN with its down projection and residual), and a norm with one more reader that is not a
  * matmul. On few rows each matvec normalises x itself and the norm has no dispatch, and the gate
@@ -789,7 +789,7 @@ static void test_norm_matvec(void) {
     norm_matvec_case(NORM_EXTRA, RLX_DTYPE_Q8_0, 512, 2, RLX_DTYPE_F32);
 }
 
-/* A norm of a residual add computed by a matvec (runtime/vk_lower.c fuse_norm_into_producer):
+/* A norm of a residual add computed by a matvec (runtime/vk_fuse.c fuse_norm_into_producer):
  * norm(y + x Wp) read by matmuls that do not fold it in (K-quant rows over 2,048). On one row the
  * producer writes the input times the norm's weights and leaves the rsqrt factor for the readers
  * (no rms_norm dispatch), over runs of fresh inputs that each reuse its counter; with several rows, a reader that
@@ -834,7 +834,7 @@ static void test_norm_post(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) norm_post_run(&cases[i]);
 }
 
-/* Greedy decode's argmax of the logits (runtime/vk_lower.c fuse_argmax_into_producer): on one row
+/* Greedy decode's argmax of the logits (runtime/vk_fuse.c fuse_argmax_into_producer): on one row
  * of a matmul on matvec.comp the matvec's last workgroups reduce the workgroups' maxima (no argmax
  * dispatch), over runs of fresh inputs that each reuse its counters, with the norm before it folded, prepared by
  * a residual matvec, or absent; with several rows, or logits that are an output too, the argmax
@@ -872,7 +872,7 @@ static void test_argmax_post(void) {
     argmax_post_case(RLX_DTYPE_F16, 64, 5000, 1, 0, true);
 }
 
-/* act(x Wg) * (x Wu) in one matvec (runtime/vk_lower.c fuse_gate_up) where the two projections
+/* act(x Wg) * (x Wu) in one matvec (runtime/vk_fuse.c fuse_gate_up) where the two projections
  * read the same x and have weights of one type and shape, in either operand order and for both
  * activations; two matvecs otherwise (types differ, x differs). */
 typedef struct gate_up_case {
