@@ -408,7 +408,7 @@ void post_sums(uint gid, float sq) {
 // Only the first subgroup of a workgroup takes part past its workgroup's maximum (no workgroup-wide
 // barrier but one), and it reads the pairs two per 16-byte load.
 
-const uint TEAM = 64u, NONE = 0xffffffffu; // runtime/vk_lower.c MATVEC_ARGMAX_TEAM
+const uint TEAM = 64u, NONE = 0xffffffffu; // runtime/vk_fuse.c MATVEC_ARGMAX_TEAM
 shared float am_v[POST == 2u ? G * RO * NX : 1u];
 shared uint am_i[POST == 2u ? G * RO * NX : 1u];
 
