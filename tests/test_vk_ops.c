@@ -777,7 +777,7 @@ static void norm_matvec_case(norm_pattern pat, uint32_t type, int64_t k, int64_t
 
 static void test_norm_matvec(void) {
     static const uint32_t types[] = {RLX_DTYPE_F16, RLX_DTYPE_Q8_0, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K};
-    static const int64_t rows[] = {1, 2, 3, 5, 8, 20};
+    static const int64_t rows[] = {1, 2, 3, 5, 8, 40};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             norm_matvec_case(NORM_QKV, types[i], 512, rows[r], RLX_DTYPE_F32);

@@ -270,8 +270,8 @@ static void test_matmul(void) {
     }
     matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false}, 130);
     matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true}, 129);
-    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 20, 4e4f, true}, 20); /* f16 overflow: the f32 tile */
-    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 20, 4e4f, false}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 40, 4e4f, true}, 40); /* f16 overflow: the f32 tile */
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 40, 4e4f, false}, 40);
     static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
                                         "(h Wu BF16) * gelu(h Wg Q6_K)"};
     for (int v = 0; v < 3; v++) {
@@ -283,12 +283,12 @@ static void test_matmul(void) {
 
 /* Weights larger than one binding are split into row parts (forced with a small limit). */
 static void test_split_weights(void) {
-    setenv("RLX_VK_MAX_BINDING_BYTES", "200000", 1); /* x (160 KiB) fits, the weights (400 KiB) do not */
+    setenv("RLX_VK_MAX_BINDING_BYTES", "400000", 1); /* x (320 KiB) fits, the weights (800 KiB) do not */
     rlx_backend *small = vkt_backend();
     unsetenv("RLX_VK_MAX_BINDING_BYTES");
     rlx_backend *saved = g_vk;
     g_vk = small;
-    matmul_case((mm_case){RLX_DTYPE_F16, 2048, 100, 20, 0, true}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F16, 4096, 100, 20, 0, true}, 20);
     g_vk = saved;
     rlx_backend_destroy(small);
 }
@@ -347,7 +347,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
 static void test_bad_mode(void) {
     vkt_graph t;
     vkt_graph_init(&t);
-    mm_case c = {RLX_DTYPE_F16, 64, 32, 20, 0, false};
+    mm_case c = {RLX_DTYPE_F16, 64, 32, 40, 0, false};
     build_matmul(&t, &c);
     rlx_session *s = NULL;
     rlx_program *p = NULL;
