@@ -189,8 +189,8 @@ static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
     matrix w = matrix_of(p, in1(p, mm));
     uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
     return vk_takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
-           vk_matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE, node(p, mm)->fuse != VK_FUSE_NONE,
-                            false, mv);
+           vk_matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE,
+                               node(p, mm)->fuse != VK_FUSE_NONE, false, mv);
 }
 
 #define MATVEC_ARGMAX_TEAM 64 /* shaders/matvec.comp TEAM: workgroups whose maxima the last of them reduces */

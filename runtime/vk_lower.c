@@ -570,7 +570,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
         matvec_plan mv;
         if (vk_matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
-                             gate != RLX_NO_NODE, &mv)) {
+                                gate != RLX_NO_NODE, &mv)) {
             mv.spec[6] = x_in.norm;
             mv.spec[8] = post_kind;
             push[9] = (uint32_t)mv.groups;

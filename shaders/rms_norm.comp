@@ -1,6 +1,6 @@
 #version 450
 // RMS_NORM: out = x / sqrt(mean(x^2) + eps) * w * scale over each row. Fused forms
-// (runtime/vk_lower.c): scale != 1 absorbs a following SCALE; ROPE != 0 absorbs a following ROPE
+// (runtime/vk_fuse.c): scale != 1 absorbs a following SCALE; ROPE != 0 absorbs a following ROPE
 // of the normalised head (q/k norm then RoPE, as Qwen3 and Gemma 3 prepare Q and K): row r is
 // head r % heads of token row r / heads, and its pairs are rotated as rope.comp does. KV != 0
 // absorbs the KV_WRITE that takes the result: row r lands at cache row n_past * heads + r, and

@@ -1,7 +1,7 @@
 #version 450
 // ROPE (ir/ops.def): the pair (x0, x1) of head dims turns by theta_i = pos * base^(-2i/n_rot) /
 // freq_factors[i], pos = n_past + row; dims >= n_rot pass through. Angles: rope.glsl.
-// KV != 0 (runtime/vk_lower.c) absorbs the KV_WRITE that takes the result: head row r of token
+// KV != 0 (runtime/vk_fuse.c fuse_kv) absorbs the KV_WRITE that takes the result: head row r of token
 // row i lands at cache row n_past + i, and with KV == 2 the V rows of the same tokens are copied
 // into the V cache by the same invocations (one dispatch instead of three).
 #extension GL_GOOGLE_include_directive : require

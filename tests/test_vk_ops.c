@@ -585,7 +585,7 @@ static void test_MOE_FFN(void) {
     moe_case(RLX_DTYPE_Q6_K, 1, 8, 256, 256, false);
 }
 
-/* Fused patterns (runtime/vk_lower.c): the CPU computes them op by op, so parity checks the fusion. */
+/* Fused patterns (runtime/vk_fuse.c): the CPU computes them op by op, so parity checks the fusion. */
 static void test_fusions(void) {
     for (int variant = 0; variant < 6; variant++) {
         vkt_graph t;
