@@ -80,15 +80,21 @@ shared float so[GW * DPT * WG];           // per (head, dim): the subgroups' sca
 float qr[GW * EPL];                // this lane's share of the GW query rows
 float m[GW], l[GW], acc[GW * EPV]; // this subgroup's online softmax over its keys
 
-// One block of KB keys from j0 (keys past hi are masked): scores, then the online update.
-void attend_block(uint j0, uint hi, uint kvh, uint kv_row) {
+// The block of KB keys being scored, and the next block's K and V rows, in flight meanwhile.
+float kr[KB * EPL], vr[KB * EPV], kn[KB * EPL], vn[KB * EPV];
+
+// Issues the loads of the KB keys from j0 into kn, vn (rows past hi repeat row hi).
+void load_block(uint j0, uint hi, uint kvh, uint kv_row) {
     uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
-    float kr[KB * EPL], vr[KB * EPV];
     [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
         uint row = min(j0 + kb, hi) * kv_row + kvh;
-        [[unroll]] for (uint e = 0u; e < EPL; e++) kr[kb * EPL + e] = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
-        [[unroll]] for (uint e = 0u; e < EPV; e++) vr[kb * EPV + e] = v[row * p.dv + min(lane + e * sgs, p.dv - 1u)];
+        [[unroll]] for (uint e = 0u; e < EPL; e++) kn[kb * EPL + e] = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
+        [[unroll]] for (uint e = 0u; e < EPV; e++) vn[kb * EPV + e] = v[row * p.dv + min(lane + e * sgs, p.dv - 1u)];
     }
+}
+
+// The block of kr, vr from j0 (keys past hi are masked): scores, then the online update.
+void attend_block(uint j0, uint hi) {
     [[unroll]] for (uint g = 0u; g < GW; g++) {
         float sc[KB], mc = m[g];
         [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
@@ -114,33 +120,38 @@ shared float prep[(GW + 2u) * PD]; // rows: the GW query heads, the new key, the
 
 // Row r of prep (r < GW: query head h0 + r of row 0; GW: the new key of kv head kvh), normalised and
 // turned, by one subgroup; each lane keeps to its own slots (rope_slot), so none reads another's.
+// A lane's values, norm weights and angle steps are loaded together: the weights and steps come
+// from memory every step (the weights of the layers between evict them), and loaded after the
+// sums of squares they were a second round trip (H100: 12.7 -> 11.3 us per attention).
 void prep_row(uint r, uint h0, uint kvh, uint pos) {
     bool is_q = r < GW;
-    uint base = is_q ? (h0 + r) * p.dh : kvh * p.dh, pr = r * PD;
+    uint base = is_q ? (h0 + r) * p.dh : kvh * p.dh, pr = r * PD, lane = gl_SubgroupInvocationID;
     uint rot = ROPE != 0u ? p.n_rot : 0u, slots = rot / 2u + (p.dh - rot + 1u) / 2u;
-    float ss = 0.0;
-    for (uint s = gl_SubgroupInvocationID; s < slots; s += gl_SubgroupSize) {
+    float va[EPL], vb[EPL], wa[EPL], wb[EPL];
+    uvec2 turns[EPL];
+    [[unroll]] for (uint e = 0u; e < EPL; e++) {
+        uint s = min(lane + e * gl_SubgroupSize, slots - 1u);
         uvec2 d = rope_slot(s, rot, p.dh, ROPE == 2u);
-        float a = is_q ? q[base + d.x] : knew[base + d.x];
-        prep[pr + d.x] = a;
-        ss += a * a;
-        if (d.y < p.dh) {
-            float b = is_q ? q[base + d.y] : knew[base + d.y];
-            prep[pr + d.y] = b;
-            ss += b * b;
-        }
+        uint dy = min(d.y, p.dh - 1u), ts = rot > 1u ? min(s, rot / 2u - 1u) : 0u;
+        va[e] = is_q ? q[base + d.x] : knew[base + d.x];
+        vb[e] = is_q ? q[base + dy] : knew[base + dy];
+        wa[e] = QK_NORM != 0u ? (is_q ? qw[d.x] : kw[d.x]) : 1.0;
+        wb[e] = QK_NORM != 0u ? (is_q ? qw[dy] : kw[dy]) : 1.0;
+        turns[e] = rot > 1u ? (is_q ? q_turns[ts] : k_turns[ts]) : uvec2(0u); // no angle is bound without RoPE
+    }
+    float ss = 0.0;
+    [[unroll]] for (uint e = 0u; e < EPL; e++) {
+        uint s = lane + e * gl_SubgroupSize;
+        if (s < slots) ss += va[e] * va[e] + (rope_slot(s, rot, p.dh, ROPE == 2u).y < p.dh ? vb[e] * vb[e] : 0.0);
     }
     float rs = QK_NORM != 0u ? inversesqrt(subgroupAdd(ss) / float(p.dh) + (is_q ? p.q_eps : p.k_eps)) : 1.0;
-    for (uint s = gl_SubgroupInvocationID; s < slots; s += gl_SubgroupSize) {
+    [[unroll]] for (uint e = 0u; e < EPL; e++) {
+        uint s = lane + e * gl_SubgroupSize;
+        if (s >= slots) continue;
         uvec2 d = rope_slot(s, rot, p.dh, ROPE == 2u);
-        uint dy = min(d.y, p.dh - 1u);
-        float a = prep[pr + d.x] * rs, b = d.y < p.dh ? prep[pr + dy] * rs : 0.0;
-        if (QK_NORM != 0u) {
-            a *= is_q ? qw[d.x] : kw[d.x];
-            b *= is_q ? qw[dy] : kw[dy];
-        }
+        float a = va[e] * rs * wa[e], b = vb[e] * rs * wb[e];
         if (s < rot / 2u) {
-            vec2 sc = sincos_turns(pos, is_q ? q_turns[s] : k_turns[s]);
+            vec2 sc = sincos_turns(pos, turns[e]);
             float a2 = a * sc.y - b * sc.x;
             b = a * sc.x + b * sc.y;
             a = a2;
@@ -176,13 +187,24 @@ void main() {
     }
 #ifdef ATTN_STEP
     bool has_new = !empty && lo <= hi && hi == pos; // the new key is this workgroup's to attend
+    bool walk = has_new ? hi > lo : lo <= hi;       // the cache's keys stop before the new one
+    if (has_new) hi -= 1u;
+#else
+    bool walk = lo <= hi;
+#endif
+    uint j0 = lo + sg * KB, step = ns * KB;
+    walk = walk && j0 <= hi; // this subgroup has keys to walk
+    // The cache rows walked were written by earlier dispatches, so their first block's loads go out
+    // before the query rows are read and prepared (H100: 11.7 -> 11.4 us per attention).
+    if (walk) load_block(j0, hi, kvh, kv_row);
+#ifdef ATTN_STEP
     for (uint r = sg; r <= GW; r += ns) prep_row(r, h0, kvh, pos);
     for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = vnew[kvh * p.dv + d];
     barrier();
     if (!empty && h0 % (p.heads / p.kv_heads) == 0u && sp_i == 0u) { // one writer per kv head
-        uint kr = pos * kv_row + kvh;
-        for (uint d = t; d < p.dh; d += WG) k[kr * p.dh + d] = prep[GW * PD + d];
-        for (uint d = t; d < p.dv; d += WG) v[kr * p.dv + d] = prep[(GW + 1u) * PD + d];
+        uint row = pos * kv_row + kvh;
+        for (uint d = t; d < p.dh; d += WG) k[row * p.dh + d] = prep[GW * PD + d];
+        for (uint d = t; d < p.dv; d += WG) v[row * p.dv + d] = prep[(GW + 1u) * PD + d];
     }
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
@@ -203,18 +225,21 @@ void main() {
                 acc[g * EPV + e] = d < p.dv ? prep[(GW + 1u) * PD + d] : 0.0;
             }
         }
-    bool walk = has_new ? hi > lo : lo <= hi; // the cache's keys stop before the new one
-    if (has_new) hi -= 1u;
 #else
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
             uint d = lane + e * sgs;
             qr[g * EPL + e] = d < p.dh ? q[((i * p.heads + h0 + g) * p.dh) + d] : 0.0;
         }
-    bool walk = lo <= hi;
 #endif
+    // Each block's successor is loaded while it is scored.
     if (walk)
-        for (uint j0 = lo + sg * KB; j0 <= hi; j0 += ns * KB) attend_block(j0, hi, kvh, kv_row);
+        for (; j0 <= hi; j0 += step) {
+            [[unroll]] for (uint e = 0u; e < KB * EPL; e++) kr[e] = kn[e];
+            [[unroll]] for (uint e = 0u; e < KB * EPV; e++) vr[e] = vn[e];
+            if (j0 + step <= hi) load_block(j0 + step, hi, kvh, kv_row);
+            attend_block(j0, hi);
+        }
 
     // The subgroups meet: the overall max M, each subgroup's weight e^(m - M) (0 for one that saw
     // no key), its weighted sum, then its weighted acc added into so one subgroup at a time.
