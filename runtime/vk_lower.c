@@ -782,6 +782,13 @@ static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range
     return NULL;
 }
 
+/* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, blocks
+ * of 8 keys, 4 head dims per lane: heads of 128 on subgroups of 32), else attention_step.comp. */
+static rlx_vk_kernel attention_step_kernel(const uint32_t *spec) {
+    bool fixed = spec[1] == 1 && spec[3] == 8 && spec[4] == 4 && spec[5] == 4;
+    return fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step;
+}
+
 /* VK_FUSE_ATTN_STEP (fuse_attention_step): the attention's bindings, spec and push constants
  * (bind[0] is replaced by the raw q rows) and those of the q/k norm, RoPE and cache writes. */
 static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind, uint32_t *spec, uint32_t *push,
@@ -806,7 +813,7 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     push[11] = f32_bits(q_eps);
     push[12] = f32_bits(k_eps);
     bool split = spec[2] != 0;
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_step, spec, b, 11, 0x7e7u, split ? 0x1eu : 0xeu, push,
+    return vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 11, 0x7e7u, split ? 0x1eu : 0xeu, push,
                    13 * sizeof *push, groups);
 }
 

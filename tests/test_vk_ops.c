@@ -693,10 +693,13 @@ static void kv_fusion_case(const kv_case *c) {
     bool prep = vk_dispatches(&t, RLX_VK_KERNEL_rms_norm) || vk_dispatches(&t, RLX_VK_KERNEL_rope);
     T_CHECK(copies == (c->v_late && !one_row), "%s: kv_write dispatched: %s, expected %s", label, copies ? "yes" : "no",
             c->v_late && !one_row ? "yes (V's own)" : "no (both writes fused)");
-    T_CHECK(prep != one_row && vk_dispatches(&t, RLX_VK_KERNEL_attention_step) == one_row,
+    bool fused =
+        vk_dispatches(&t, RLX_VK_KERNEL_attention_step) || vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed);
+    T_CHECK(prep != one_row && fused == one_row,
             "%s: norm/RoPE kernels dispatched: %s, attention_step: %s", label, prep ? "yes" : "no", one_row ? "expected" : "not expected");
-    printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s\n", "KV_WRITE", label, copies ? "yes" : "no",
-           prep ? "yes" : "no (in attention)");
+    printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s%s\n", "KV_WRITE", label, copies ? "yes" : "no",
+           prep ? "yes" : "no (in attention)",
+           vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed) ? ", attention_step_fixed" : "");
     vkt_graph_free(&t);
 }
 
@@ -931,6 +934,10 @@ static void test_kv_fusions(void) {
         {false, false, 1, 4, 4, 32, 16, 20, 32, 0, RLX_ROPE_LAYOUT_NORMAL},   /* decode, llama: RoPE alone */
         {false, true, 1, 8, 2, 16, 16, 20, 16, 0, RLX_ROPE_LAYOUT_NEOX},      /* decode, late V */
         {true, false, 1, 12, 4, 256, 256, 20, 256, 0, RLX_ROPE_LAYOUT_NEOX},  /* decode, gemma3-sized heads */
+        /* heads of 32 on subgroups of 8 (lavapipe), of 128 on subgroups of 32 (the first case):
+         * the plan attention_step_fixed.comp has in its source */
+        {true, false, 1, 8, 4, 32, 32, 40, 32, 0, RLX_ROPE_LAYOUT_NEOX},
+        {true, false, 1, 8, 2, 32, 32, 40, 16, 0, RLX_ROPE_LAYOUT_NORMAL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
     /* Unsplit decode takes one query head per workgroup; the knob RLX_VK_ATTN_GW gives it more
