@@ -150,28 +150,28 @@ void prep_row(uint r, uint h0, uint kvh, uint pos) {
     bool is_q = r < GW;
     uint base = is_q ? (h0 + r) * p.dh : kvh * p.dh, pr = r * PD, lane = gl_SubgroupInvocationID;
     uint rot = ROPE != 0u ? p.n_rot : 0u, slots = rot / 2u + (p.dh - rot + 1u) / 2u;
-    float va[EPL], vb[EPL], wa[EPL], wb[EPL];
-    uvec2 turns[EPL];
+    float va[EPL], vb[EPL], wa[EPL], wb[EPL]; // vb 0 where the slot's second dim is past dh
+    uvec2 dims[EPL], turns[EPL];
     [[unroll]] for (uint e = 0u; e < EPL; e++) {
         uint s = min(lane + e * gl_SubgroupSize, slots - 1u);
         uvec2 d = rope_slot(s, rot, p.dh, ROPE == 2u);
         uint dy = min(d.y, p.dh - 1u), ts = rot > 1u ? min(s, rot / 2u - 1u) : 0u;
+        dims[e] = d;
         va[e] = is_q ? q[base + d.x] : knew[base + d.x];
-        vb[e] = is_q ? q[base + dy] : knew[base + dy];
+        float b = is_q ? q[base + dy] : knew[base + dy]; // loaded unconditionally, with the rest
+        vb[e] = d.y < p.dh ? b : 0.0;
         wa[e] = QK_NORM != 0u ? (is_q ? qw[d.x] : kw[d.x]) : 1.0;
         wb[e] = QK_NORM != 0u ? (is_q ? qw[dy] : kw[dy]) : 1.0;
         turns[e] = rot > 1u ? (is_q ? q_turns[ts] : k_turns[ts]) : uvec2(0u); // no angle is bound without RoPE
     }
     float ss = 0.0;
-    [[unroll]] for (uint e = 0u; e < EPL; e++) {
-        uint s = lane + e * gl_SubgroupSize;
-        if (s < slots) ss += va[e] * va[e] + (rope_slot(s, rot, p.dh, ROPE == 2u).y < p.dh ? vb[e] * vb[e] : 0.0);
-    }
+    [[unroll]] for (uint e = 0u; e < EPL; e++)
+        if (lane + e * gl_SubgroupSize < slots) ss += va[e] * va[e] + vb[e] * vb[e];
     float rs = QK_NORM != 0u ? inversesqrt(subgroupAdd(ss) / float(p.dh) + (is_q ? p.q_eps : p.k_eps)) : 1.0;
     [[unroll]] for (uint e = 0u; e < EPL; e++) {
         uint s = lane + e * gl_SubgroupSize;
         if (s >= slots) continue;
-        uvec2 d = rope_slot(s, rot, p.dh, ROPE == 2u);
+        uvec2 d = dims[e];
         float a = va[e] * rs * wa[e], b = vb[e] * rs * wb[e];
         if (s < rot / 2u) {
             vec2 sc = sincos_turns(pos, turns[e]);
