@@ -882,6 +882,7 @@ typedef struct gate_up_case {
     uint32_t gate_type, up_type;
     bool gelu, swapped, other_x;
     int64_t k, f, rows;
+    bool stream; /* expected on matvec_stream.comp (runtime/vk_lower.c matvec_kernel) */
 } gate_up_case;
 
 static void gate_up_case_run(const gate_up_case *c) {
@@ -900,23 +901,30 @@ static void gate_up_case_run(const gate_up_case *c) {
     int32_t n = (int32_t)c->rows;
     step steps[] = {{0, n}, {5, n > 1 ? n - 1 : 1}};
     compare(RLX_OP_MUL, label, &t, steps, 2, true, TOL_F32);
-    size_t mvs = vk_dispatch_count(&t, RLX_VK_KERNEL_matvec);
+    size_t streams = vk_dispatch_count(&t, RLX_VK_KERNEL_matvec_stream);
+    size_t mvs = vk_dispatch_count(&t, RLX_VK_KERNEL_matvec) + streams;
     size_t want = c->gate_type == c->up_type && !c->other_x ? 1 : 2;
     T_CHECK(mvs == want, "%s: %zu matvec dispatches, expected %zu", label, mvs, want);
-    printf("  %-10s %-44s matvec dispatches: %zu\n", "MUL", label, mvs);
+    T_CHECK((streams > 0) == c->stream, "%s: matvec_stream dispatched: %s, expected %s", label, streams ? "yes" : "no",
+            c->stream ? "yes" : "no");
+    printf("  %-10s %-44s matvec dispatches: %zu%s\n", "MUL", label, mvs, streams ? " (matvec_stream)" : "");
     vkt_graph_free(&t);
 }
 
 static void test_gate_up(void) {
     static const gate_up_case cases[] = {
-        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, true, false, false, 512, 300, 1},
-        {RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, false, true, false, 256, 130, 3},
-        {RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, true, true, false, 224, 70, 8},
-        {RLX_DTYPE_F16, RLX_DTYPE_F16, false, false, false, 296, 37, 12},
-        {RLX_DTYPE_F32, RLX_DTYPE_F32, false, false, false, 148, 19, 5},
-        {RLX_DTYPE_BF16, RLX_DTYPE_BF16, true, false, false, 1200, 65, 2},
-        {RLX_DTYPE_Q8_0, RLX_DTYPE_F16, false, false, false, 256, 64, 2},
-        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, false, false, true, 512, 64, 2},
+        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, true, false, false, 512, 300, 1, false},
+        {RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, false, true, false, 256, 130, 3, false},
+        {RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, true, true, false, 224, 70, 8, false},
+        {RLX_DTYPE_F16, RLX_DTYPE_F16, false, false, false, 296, 37, 12, false},
+        {RLX_DTYPE_F32, RLX_DTYPE_F32, false, false, false, 148, 19, 5, false},
+        {RLX_DTYPE_BF16, RLX_DTYPE_BF16, true, false, false, 1200, 65, 2, false},
+        {RLX_DTYPE_Q8_0, RLX_DTYPE_F16, false, false, false, 256, 64, 2, false},
+        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, false, false, true, 512, 64, 2, false},
+        /* rows of 4,096 of a plain type: the weights read past L1 */
+        {RLX_DTYPE_F16, RLX_DTYPE_F16, false, false, false, 4096, 40, 1, true},
+        {RLX_DTYPE_BF16, RLX_DTYPE_BF16, true, true, false, 4096, 24, 3, true},
+        {RLX_DTYPE_Q4_K, RLX_DTYPE_Q4_K, false, false, false, 4096, 24, 1, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) gate_up_case_run(&cases[i]);
 }
