@@ -586,8 +586,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             mv.spec[6] = x_in.norm;
             mv.spec[8] = post_kind;
             push[9] = (uint32_t)mv.groups;
-            RLX_TRY(vk_emit(p, &p->run, out_node, matvec_kernel(m.type, k, gate != RLX_NO_NODE), mv.spec, bind, 9, reads,
-                            post != RLX_NO_NODE ? 0x144u : 4u, push, sizeof push, mv.groups));
+            rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 9, reads, post != RLX_NO_NODE ? 0x144u : 4u,
+                            push, sizeof push, mv.groups));
             continue;
         }
         if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */
