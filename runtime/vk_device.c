@@ -1,6 +1,7 @@
 /* The Vulkan registry (instance, physical devices, capability snapshots, validation messenger),
  * device choice, and logical device creation. */
 #include "runtime/vk_device.h"
+#include "runtime/vk_shader_stats.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -304,6 +305,7 @@ static void snapshot(VkPhysicalDevice phys, uint32_t index, rlx_vk_caps *c) {
     c->coopmat_khr = has_device_extension(ext, n_ext, "VK_KHR_cooperative_matrix");
     c->coopmat_nv = has_device_extension(ext, n_ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     c->memory_budget = has_device_extension(ext, n_ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    c->executable_props = has_device_extension(ext, n_ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     free(ext);
     if (c->api_version >= VK_API_VERSION_1_2) {
         snapshot_properties(phys, c, size_control_ext);
@@ -543,27 +545,50 @@ static uint64_t max_binding(const rlx_vk_caps *c) {
 
 /* What the device is created with beyond Vulkan 1.2's core, where the snapshot found it: the
  * cooperative-matrix kernel (shaders/matmul_coop.comp) needs VK_NV_cooperative_matrix and its
- * feature, shaderFloat16 and the Vulkan memory model. */
+ * feature, shaderFloat16 and the Vulkan memory model; RLX_VK_SHADER_STATS needs
+ * VK_KHR_pipeline_executable_properties and its feature. */
 typedef struct device_extras {
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop;
     VkPhysicalDeviceVulkan12Features f12;
-    const char *ext[1];
+    const char *ext[2];
     uint32_t n_ext;
 } device_extras;
 
-static void device_extras_chain(const rlx_vk_caps *c, device_extras *x, VkDeviceCreateInfo *info) {
+static void device_extras_chain(const rlx_vk_caps *c, bool stats, device_extras *x, VkDeviceCreateInfo *info) {
     memset(x, 0, sizeof *x);
-    if (!c->coopmat_f16) return;
-    x->coop = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
-    x->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                                .pNext = &x->coop,
-                                                .shaderFloat16 = VK_TRUE,
-                                                .vulkanMemoryModel = VK_TRUE};
-    x->ext[x->n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-    info->pNext = &x->f12;
+    void *chain = NULL;
+    if (stats) {
+        x->stats = (VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+            .pipelineExecutableInfo = VK_TRUE};
+        chain = &x->stats;
+        x->ext[x->n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    }
+    if (c->coopmat_f16) {
+        x->coop = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+            .pNext = chain,
+            .cooperativeMatrix = VK_TRUE};
+        x->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                                    .pNext = &x->coop,
+                                                    .shaderFloat16 = VK_TRUE,
+                                                    .vulkanMemoryModel = VK_TRUE};
+        chain = &x->f12;
+        x->ext[x->n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    info->pNext = chain;
     info->enabledExtensionCount = x->n_ext;
-    info->ppEnabledExtensionNames = x->ext;
+    info->ppEnabledExtensionNames = x->n_ext ? x->ext : NULL;
+}
+
+/* RLX_VK_SHADER_STATS on a device that has the extension; said once where it has not. */
+static bool shader_stats_on(const rlx_vk_caps *c) {
+    if (!rlx_vk_shader_stats_wanted()) return false;
+    if (!c->executable_props)
+        fprintf(stderr, "rlx vulkan shader stats: %s lacks VK_KHR_pipeline_executable_properties: none to print\n",
+                c->name);
+    return c->executable_props;
 }
 
 static rlx_status create_device(rlx_vk_device *d) {
@@ -580,7 +605,8 @@ static rlx_status create_device(rlx_vk_device *d) {
         .pQueueCreateInfos = &q,
     };
     device_extras extras;
-    device_extras_chain(d->caps, &extras, &info);
+    d->shader_stats = shader_stats_on(d->caps);
+    device_extras_chain(d->caps, d->shader_stats, &extras, &info);
     RLX_VK_TRY(vkCreateDevice(d->phys, &info, NULL, &d->dev), "creating the Vulkan device");
     volkLoadDeviceTable(&d->vk, d->dev);
     d->vk.vkGetDeviceQueue(d->dev, d->caps->queue_family, 0, &d->queue);

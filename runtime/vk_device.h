@@ -72,6 +72,7 @@ typedef struct rlx_vk_caps {
     uint32_t queue_family;        /* the compute queue family used */
 
     bool memory_budget;           /* VK_EXT_memory_budget present: heap budgets and usage can be read */
+    bool executable_props;        /* VK_KHR_pipeline_executable_properties present (vk_shader_stats.h) */
     uint32_t n_heaps;
     uint64_t heap_size[RLX_VK_MAX_HEAPS];
     bool heap_device_local[RLX_VK_MAX_HEAPS];
@@ -116,6 +117,7 @@ typedef struct rlx_vk_device {
     VkPhysicalDeviceMemoryProperties mem;
     uint64_t max_binding;           /* the largest range one descriptor may bind (see vk_device.c) */
     atomic_bool lost;               /* a submit reported VK_ERROR_DEVICE_LOST: every later one fails at once */
+    bool shader_stats;              /* created for RLX_VK_SHADER_STATS: pipelines capture statistics */
 } rlx_vk_device;
 
 /* Acquires the registry, chooses a device (see rlx_vk_device_choose) and creates it. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/vk_shader_stats.h"
 #include "runtime/vk_status.h"
 
 #define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)                                                             \
@@ -394,6 +395,7 @@ static rlx_status create_pipeline(rlx_vk_pipelines *p, rlx_vk_kernel k, const ui
             },
         .layout = p->layouts[k],
     };
+    if (d->shader_stats) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     rlx_vk_pipeline *pl = calloc(1, sizeof *pl);
     if (!pl) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "creating pipeline %s", info->name);
     pl->kernel = k;
@@ -405,6 +407,7 @@ static rlx_status create_pipeline(rlx_vk_pipelines *p, rlx_vk_kernel k, const ui
         free(pl);
         return rlx_status_annotate(s, "creating the compute pipeline");
     }
+    if (d->shader_stats) rlx_vk_shader_stats_print(d, pl->pipeline, info->name, spec, info->n_spec);
     *out = pl;
     return NULL;
 }

@@ -22,6 +22,17 @@ grep -q 'on vulkan' "$tmp/err" || fail "run did not report the vulkan backend: $
 check
 ! grep -q 'rlx vulkan validation' "$tmp/err" || fail "validation messages: $(grep 'rlx vulkan validation' "$tmp/err" | head -3)"
 
+# RLX_VK_SHADER_STATS=1 (runtime/vk_shader_stats.h) changes nothing but stderr: the same story,
+# and a statistics line per pipeline, or one line saying the device has none to give.
+got=$(RLX_VK_SHADER_STATS=1 "$RLX" run -p "Once upon a time" -n 64 --temp 0 --backend vulkan 2>"$tmp/err")
+check
+[ "$got" = "$want" ] || fail "run under RLX_VK_SHADER_STATS=1 differs: $got"
+check
+grep -Eq '^rlx vulkan shader stats: .*(lacks VK_KHR_pipeline_executable_properties|\[spec )' "$tmp/err" \
+  || fail "RLX_VK_SHADER_STATS=1 printed neither statistics nor their absence: $(head -5 "$tmp/err")"
+check
+! grep -q 'rlx vulkan validation' "$tmp/err" || fail "validation messages with shader stats: $(grep 'rlx vulkan validation' "$tmp/err" | head -3)"
+
 if [ -d "$FIXTURES/models" ] || [ "${CI:-}" = true ]; then
   require_fixture models/qwen3/qwen3-Q8_0.gguf
   check
