@@ -395,6 +395,15 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
  * Q4_K_M 794.5 -> 798.0, 8B F16 154.9 -> 154.3 (within its run-to-run spread of 1.4). */
 #define MATVEC_GPU_MANY_GROUPS 32768
 #define MATVEC_MIN_GROUPS_CPU 4
+/* x rows per workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else MATVEC_GPU_NX, each
+ * workgroup reading its weight rows once per x group: the registers of 8 x rows cost more than the
+ * re-reads (RLX_VK_MATVEC_NX caps it on any device). One run: pp6 Qwen3-8B F16 95.6 -> 368.5, pp12
+ * 290.8 -> 456.6. H100, `rlx bench -p N -n 0`, 2 against up to 8: pp8 Qwen3-0.6B F16 3,332 -> 3,805,
+ * Q8_0 3,369 -> 3,694, Q4_K_M 2,543 -> 3,109, Qwen3-8B F16 355 -> 393, Q4_K_M 318 -> 449; pp16
+ * 0.6B 3,600 -> 4,363, 3,653 -> 4,172, 2,728 -> 3,618; pp24 3,896 -> 4,118 (F16); pp31 and 8B's
+ * pp15 even. At 4 rows all 4 in one group stay: 8B F16 pp4 373 against 342 with 2. */
+#define MATVEC_GPU_NX_UPTO 4
+#define MATVEC_GPU_NX 2
 
 
 /* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
@@ -545,6 +554,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
+    if (!p->b->dev->caps->is_cpu && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
+    uint32_t nx_cap = env_pow2("RLX_VK_MATVEC_NX", 1, 8, 0);
+    if (nx_cap && nx_cap < nx) nx = nx_cap;
     uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
     matmul_x x_in;
     vk_range auxr = vk_node_range(p, out_node);

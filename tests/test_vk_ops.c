@@ -304,6 +304,12 @@ static void test_MATMUL(void) {
         matvec_case(fast[i].type, fast[i].k_long, 37, 2, 2);
         matvec_case(fast[i].type, fast[i].k_long, 37, 12, 11);
     }
+    /* a GPU's plan for 5+ rows: 2 x rows per workgroup (vk_lower.c MATVEC_GPU_NX), so 7 and 12 rows
+     * take 4 and 6 groups of x rows */
+    setenv("RLX_VK_MATVEC_NX", "2", 1);
+    matvec_case(RLX_DTYPE_F16, 1200, 37, 7, 7);
+    matvec_case(RLX_DTYPE_Q4_K, 768, 19, 12, 11);
+    unsetenv("RLX_VK_MATVEC_NX");
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
     vkt_graph t;
     vkt_graph_init(&t);
