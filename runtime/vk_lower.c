@@ -395,13 +395,13 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
  * Q4_K_M 794.5 -> 798.0, 8B F16 154.9 -> 154.3 (within its run-to-run spread of 1.4). */
 #define MATVEC_GPU_MANY_GROUPS 32768
 #define MATVEC_MIN_GROUPS_CPU 4
-/* x rows per workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else MATVEC_GPU_NX, each
- * workgroup reading its weight rows once per x group: the registers of 8 x rows cost more than the
- * re-reads (RLX_VK_MATVEC_NX caps it on any device). One run: pp6 Qwen3-8B F16 95.6 -> 368.5, pp12
- * 290.8 -> 456.6. H100, `rlx bench -p N -n 0`, 2 against up to 8: pp8 Qwen3-0.6B F16 3,332 -> 3,805,
- * Q8_0 3,369 -> 3,694, Q4_K_M 2,543 -> 3,109, Qwen3-8B F16 355 -> 393, Q4_K_M 318 -> 449; pp16
- * 0.6B 3,600 -> 4,363, 3,653 -> 4,172, 2,728 -> 3,618; pp24 3,896 -> 4,118 (F16); pp31 and 8B's
- * pp15 even. At 4 rows all 4 in one group stay: 8B F16 pp4 373 against 342 with 2. */
+/* x rows per matvec.comp workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else
+ * MATVEC_GPU_NX, each workgroup reading its weight rows once per x group: the registers of 8 x rows
+ * cost more than the re-reads (RLX_VK_MATVEC_NX caps it on any device). H100, `rlx bench -p N -n
+ * 0`, 2 against up to 8: pp8 Qwen3-0.6B F16 3,332 -> 3,805, Q8_0 3,369 -> 3,694, Q4_K_M 2,543 ->
+ * 3,109, Qwen3-8B F16 355 -> 393, Q4_K_M 318 -> 449; pp16 0.6B 3,600 -> 4,363, 3,653 -> 4,172,
+ * 2,728 -> 3,618; pp24 3,896 -> 4,118 (F16); 8B F16 pp6 95.6 -> 368.5, pp12 290.8 -> 456.6; pp31
+ * and 8B's pp15 even. At 4 rows all 4 in one group stay: 8B F16 pp4 373 against 342 with 2. */
 #define MATVEC_GPU_NX_UPTO 4
 #define MATVEC_GPU_NX 2
 
@@ -533,6 +533,13 @@ static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
     return n->fuse == VK_FUSE_GATE_UP ? in0(p, n->fuse_b) : RLX_NO_NODE;
 }
 
+/* x rows per matvec.comp workgroup for rows of x, of which matmul.comp takes nx (see MATVEC_GPU_NX). */
+static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
+    if (!p->b->dev->caps->is_cpu && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
+    uint32_t cap = env_pow2("RLX_VK_MATVEC_NX", 1, 8, 0);
+    return cap && cap < nx ? cap : nx;
+}
+
 /* The gated FFN's matvec (GATE) over rows of a plain type and MATVEC_STREAM_MIN_K or more reads its
  * weights past the L1 cache (shaders/matvec_stream.comp), which keeps x and the folded norm's
  * weights there: H100, Qwen3-8B F16 tg128 155.9 / 157.9 -> 160.5 t/s (gate/up 73.3 -> 70.2 us).
@@ -553,10 +560,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
-    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p);
-    if (!p->b->dev->caps->is_cpu && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
-    uint32_t nx_cap = env_pow2("RLX_VK_MATVEC_NX", 1, 8, 0);
-    if (nx_cap && nx_cap < nx) nx = nx_cap;
+    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p), mv_nx = matvec_nx(p, rows, nx);
     uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
     matmul_x x_in;
     vk_range auxr = vk_node_range(p, out_node);
@@ -593,7 +597,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
         matvec_plan mv;
-        if (vk_matvec_plan_make(p, m.type, k, part_rows, nx, ceil_div(rows, nx), epi, x_in.norm != 0,
+        if (vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi, x_in.norm != 0,
                                 gate != RLX_NO_NODE, &mv)) {
             mv.spec[6] = x_in.norm;
             mv.spec[8] = post_kind;
