@@ -762,26 +762,43 @@ static uint32_t attention_gw(int64_t heads, int64_t kv_heads, uint32_t splits) {
     return 1;
 }
 
-/* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) when the head
- * sizes fit its spec D (a multiple of 64, at most 256) and its shared memory fits the device;
- * returns that D, else 0. */
-static uint32_t attention_prefill_d(const rlx_program *p, rlx_node i) {
+/* shaders/attention_prefill.comp's spec D (64, 128 or 256: the head sizes rounded up) and BKV (keys
+ * per block: 32, or 16 where 32 do not fit the shared memory); its query rows per workgroup, BQ,
+ * follow from D. */
+typedef struct prefill_plan {
+    uint32_t d, bkv;
+} prefill_plan;
+
+static uint64_t attention_prefill_rows(uint32_t d) { return 4096 / d; }
+
+/* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) where the head
+ * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. */
+static bool attention_prefill_plan(const rlx_program *p, rlx_node i, prefill_plan *out) {
     int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
-    int64_t dv = node(p, i)->info.shape.dim[2], d = ((dh > dv ? dh : dv) + 63) / 64 * 64;
-    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return 0;
-    /* floats, as in the shader: Q rows, two P blocks, partial maxima, rescale factors, sums, maxima */
-    uint64_t bytes = (32 * ((uint64_t)d + 4) + 2 * 32 * 40 + 8 * 32 + 2 * 32 + 8 * 32 + 2 * 32) * 4;
-    return bytes <= p->b->dev->caps->max_shared ? (uint32_t)d : 0;
+    int64_t dv = node(p, i)->info.shape.dim[2];
+    uint32_t d = 64;
+    while (d < dh || d < dv) d *= 2;
+    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return false;
+    uint64_t bq = attention_prefill_rows(d);
+    for (uint32_t bkv = 32; bkv >= 16; bkv /= 2) {
+        /* floats, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors */
+        uint64_t bytes = ((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4;
+        if (bytes <= p->b->dev->caps->max_shared) {
+            *out = (prefill_plan){d, bkv};
+            return true;
+        }
+    }
+    return false;
 }
 
-static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d) {
+static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, prefill_plan plan) {
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     vk_range bind[4];
     for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
     bind[3] = vk_node_range(p, i);
     bool vec = q->info.shape.dim[2] % 4 == 0 && n->info.shape.dim[2] % 4 == 0;
-    uint32_t spec[3] = {256, d, vec}; /* VEC: rows of 4-float multiples, read as vec4 */
+    uint32_t spec[4] = {256, plan.d, vec, plan.bkv}; /* VEC: rows of 4-float multiples, read as vec4 */
     uint32_t push[9] = {(uint32_t)rows,
                         (uint32_t)heads,
                         (uint32_t)k->info.shape.dim[1],
@@ -792,7 +809,7 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, uint32_t d)
                         f32_bits(n->info.attrs.scale),
                         n->tok ? 1u : 0u};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, 7u, 8u, push, sizeof push,
-                   ceil_div(rows, 32) * heads);
+                   ceil_div(rows, attention_prefill_rows(plan.d)) * heads);
 }
 
 /* The q/k side of a fused decode attention: its raw rows, the norm's weights (raw rows when none)
@@ -851,8 +868,8 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
  * Dv; the lanes' shares of the head dims planned for the device's smallest subgroup size, and
  * blocks of keys that keep a lane's loads to about 64 values. */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
-    uint32_t prefill_d = attention_prefill_d(p, i);
-    if (prefill_d) return emit_attention_prefill(p, i, prefill_d);
+    prefill_plan plan;
+    if (attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];

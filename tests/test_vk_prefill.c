@@ -297,8 +297,10 @@ static void test_split_weights(void) {
 
 /* shaders/attention_prefill.comp's shared memory for head sizes dh, dv (runtime/vk_lower.c). */
 static uint32_t prefill_shared(int64_t dh, int64_t dv) {
-    int64_t d = ((dh > dv ? dh : dv) + 63) / 64 * 64;
-    return (uint32_t)((32 * (d + 4) + 2 * 32 * 40 + 8 * 32 + 2 * 32 + 8 * 32 + 2 * 32) * 4);
+    int64_t d = 64;
+    while (d < dh || d < dv) d *= 2;
+    int64_t bq = 4096 / d, bkv = 16; /* its smaller plan */
+    return (uint32_t)(((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4);
 }
 
 static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
