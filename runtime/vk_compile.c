@@ -434,7 +434,7 @@ static rlx_status emit_init(rlx_program *p) {
         if (w->n_parts > 1)
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "weight '%s' is read as an f32 operand but exceeds one binding",
                               w->name);
-        uint32_t spec[2] = {p->b->wg, w->type};
+        uint32_t spec[3] = {p->b->wg, w->type, 0};
         uint32_t push[3] = {(uint32_t)w->rows, (uint32_t)w->ne[0], (uint32_t)w->row_bytes};
         vk_range bind[2] = {vk_node_range(p, i), vk_const_range(p, n->const_offset, n->bytes)};
         RLX_TRY(vk_emit(p, &p->init, i, RLX_VK_KERNEL_dequant, spec, bind, 2, 1u, 2u, push, sizeof push, w->rows));
@@ -839,6 +839,13 @@ static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
                           " rows%s%s%s",
                           node, (int32_t)st[2], table->info.shape.dim[0], table->info.name ? " ('" : "",
                           table->info.name ? table->info.name : "", table->info.name ? "')" : "");
+    }
+    if (st[0] == 2 && node >= 0 && node < p->n_nodes && p->nodes[node].info.op == RLX_OP_MATMUL) {
+        const vk_node *w = &p->nodes[p->nodes[node].info.in[1]];
+        return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                          "%%%d MATMUL: weight '%s' row %u holds values beyond f16's range (65504), which the "
+                          "mixed-precision prefill cannot hold: run with RLX_VK_COOPMAT=exact",
+                          node, w->info.name ? w->info.name : "?", st[2]);
     }
     return rlx_errorf(RLX_ERR_DEVICE, "run: a kernel reported error %u at node %u (value %u)", st[0], st[1], st[2]);
 }

@@ -179,8 +179,11 @@ static uint32_t attention_splits(const rlx_program *p, rlx_node i) {
     return (uint32_t)(splits < ATTN_MAX_SPLITS ? splits : ATTN_MAX_SPLITS);
 }
 
+static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i);
+
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
+    RLX_TRY(prepare_f16_weights(p, i));
     for (int k = 0; k < n->info.n_in; k++) {
         rlx_node j = n->info.in[k];
         if (j == RLX_NO_NODE || !f32_slot(n->info.op, k)) continue;
@@ -345,6 +348,50 @@ static bool coop_fits(const rlx_program *p) {
     return c->max_wg_invocations >= 256 && coop_shared(64, 32, 2) <= c->max_shared;
 }
 
+static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k);
+
+/* Rows of the largest part of weight w. */
+static uint64_t largest_part_rows(const vk_weight *w) {
+    uint64_t rows = 0;
+    for (uint32_t k = 0; k < w->n_parts; k++)
+        if (w->parts[k].rows > rows) rows = w->parts[k].rows;
+    return rows;
+}
+
+/* In the mixed modes the cooperative kernel rounds every decoded weight to f16 as it stages it; a
+ * stored weight of another type than F16 is decoded once per run into f16 rows in the dispatching
+ * node's scratch (shaders/dequant.comp F16_OUT), and the kernel reads those as F16 rows: the same
+ * values, at the F16 kernel's speed (a 16-byte load per 8 values instead of a decode per chunk),
+ * where a part's f16 rows fit one binding. */
+static bool coop_f16_weights(const rlx_program *p, rlx_node mm, coop_mode coop) {
+    const vk_node *x = in(p, mm, 0);
+    matrix m = matrix_of(p, in1(p, mm));
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    return (coop == COOP_MIXED || coop == COOP_EMULATE_MIXED) && coop_fits(p) && m.w && m.type != RLX_DTYPE_F16 &&
+           takes_tiled(p, rows, k) && largest_part_rows(m.w) * k * 2 <= p->b->dev->max_binding;
+}
+
+/* The MATMUL whose dispatch node i emits (its own, or one it absorbed with an epilogue), else
+ * RLX_NO_NODE. */
+static rlx_node matmul_dispatched_by(const rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->info.op == RLX_OP_MATMUL) return n->fused_into == RLX_NO_NODE ? i : RLX_NO_NODE;
+    bool add = n->info.op == RLX_OP_ADD && n->fuse == VK_FUSE_MATMUL_ADD;
+    bool mul = n->info.op == RLX_OP_MUL && (n->fuse == VK_FUSE_MATMUL_GATE || n->fuse == VK_FUSE_GATE_UP);
+    return add || mul ? n->fuse_a : RLX_NO_NODE;
+}
+
+/* Node i's scratch for the f16 rows of its matmul's weight (coop_f16_weights): its largest part. */
+static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i) {
+    rlx_node mm = matmul_dispatched_by(p, i);
+    coop_mode coop;
+    if (mm == RLX_NO_NODE) return NULL;
+    RLX_TRY(coopmat_mode(p, &coop));
+    if (!coop_f16_weights(p, mm, coop)) return NULL;
+    p->nodes[i].scratch_bytes = largest_part_rows(matrix_of(p, in1(p, mm)).w) * (uint64_t)last_dim(in(p, mm, 0)) * 2;
+    return NULL;
+}
+
 /* Many rows (prefill): on cooperative matrices where the device has them (shaders/matmul_coop.comp,
  * TM x 64 output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
 static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
@@ -360,6 +407,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
+    bool f16_rows = coop != COOP_OFF && coop_f16_weights(p, mm, coop);
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[4];
         uint64_t row0, part_rows;
@@ -367,11 +415,23 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
         bind[2] = vk_node_range(p, out_node);
         bind[3] = auxr;
+        uint32_t type = m.type, row_bytes = (uint32_t)m.row_bytes;
+        if (f16_rows) { /* the part decoded into the node's scratch, then read as F16 rows */
+            vk_range f16 = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
+                            part_rows * k * 2};
+            vk_range dbind[2] = {bind[1], f16};
+            uint32_t dspec[3] = {p->b->wg, m.type, 1}, dpush[4] = {(uint32_t)part_rows, (uint32_t)k, row_bytes, (uint32_t)mm};
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_dequant, dspec, dbind, 2, 1u, 2u, dpush, sizeof dpush,
+                            part_rows));
+            bind[1] = f16;
+            type = RLX_DTYPE_F16;
+            row_bytes = (uint32_t)(k * 2);
+        }
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            (uint32_t)m.row_bytes, tok_rows(n)};
-        uint32_t prec = coop_prec(coop, m.type);
+                            row_bytes, tok_rows(n)};
+        uint32_t prec = coop_prec(coop, type);
         coop_plan c = coop != COOP_OFF ? coop_plan_make(p, part_rows, rows, prec) : (coop_plan){64, 64, 1};
-        uint32_t spec[7] = {coop != COOP_OFF ? 4 * c.tm : 256, m.type, epi, prec, c.tm, c.bk, c.depth};
+        uint32_t spec[7] = {coop != COOP_OFF ? 4 * c.tm : 256, type, epi, prec, c.tm, c.bk, c.depth};
         RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u, push,
                         sizeof push, ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm)));
     }

@@ -8,7 +8,8 @@
  *  - ATTENTION of 16+ query rows: shaders/attention_prefill.comp (causal, windows, GQA, padding
  *    rows, key blocks past a long cache, head sizes that are not multiples of its tiles).
  * Each case names the kernel the compiled program dispatches (white box: runtime/vk_internal.h)
- * and checks it is the one the selection rule promises.
+ * and checks it is the one the selection rule promises; in the mixed modes a weight of another type
+ * than F16 is first decoded into f16 rows (shaders/dequant.comp), which the cases check too.
  *
  * Checks. NMSE against the CPU backend, as tests/test_vk_ops.c: 1e-7 (test-backend-ops' f32
  * bound) for every f32-accurate path, the cooperative "exact" mode included; 1e-6 for
@@ -116,10 +117,10 @@ static double check_elements(const char *label, const elem_check *c, const float
 }
 
 /* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
- * `want` is the kernel the Vulkan program must dispatch; ec, when given, the last step's outputs
- * element by element. */
-static void compare(const char *label, vkt_graph *t, const step *steps, int n_steps, rlx_vk_kernel want, double tol,
-                    const elem_check *ec) {
+ * `want` is the kernel the Vulkan program must dispatch, and f16_rows whether it must decode a weight
+ * into f16 rows first (-1: not checked); ec, when given, the last step's outputs element by element. */
+static void compare(const char *label, vkt_graph *t, const step *steps, int n_steps, rlx_vk_kernel want,
+                    int f16_rows, double tol, const elem_check *ec) {
     const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
     size_t bytes = (size_t)rlx_shape_numel(&out->shape) * 4;
     rlx_session *sv = NULL, *sc = NULL;
@@ -130,6 +131,10 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
               T_OK(g_vk->ops->compile(sv, t->g, &pv)) && T_OK(g_cpu->ops->compile(sc, t->g, &pc));
     const char *kname = ok ? rlx_vk_kernel_get(want)->name : "?";
     if (ok) T_CHECK(count_kernel(pv, want) > 0, "%s: the program does not dispatch %s", label, kname);
+    if (ok && f16_rows >= 0)
+        T_CHECK((count_kernel(pv, RLX_VK_KERNEL_dequant) > 0) == (f16_rows > 0),
+                "%s: weights decoded into f16 rows: %s, expected %s", label,
+                count_kernel(pv, RLX_VK_KERNEL_dequant) > 0 ? "yes" : "no", f16_rows > 0 ? "yes" : "no");
     if (ok && want == RLX_VK_KERNEL_matmul_coop) g_coop_cases++;
     if (ok && want == RLX_VK_KERNEL_matmul_coop_emu) g_emu_cases++;
     double worst = 0.0;
@@ -166,7 +171,7 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
 typedef void (*build_fn)(vkt_graph *t, const void *arg);
 
 static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
-                         bool emu) {
+                         bool emu, bool f16_weights) {
     static const struct {
         const char *env, *tag;
         bool coop_only, emulated, mixed; /* needs the real kernel; is an emulation; f16 operands */
@@ -207,7 +212,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
             if (!ec.w) exit(1);
             rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
         }
-        compare(full, &t, &st, 1, want, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
+        compare(full, &t, &st, 1, want, mixed && !f16_weights, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
         free(ec.w);
         unsetenv("RLX_VK_COOPMAT");
         unsetenv("RLX_VK_COOPMAT_TM");
@@ -223,6 +228,7 @@ typedef struct mm_case {
     int64_t k, m, rows;
     float big; /* when > 0: a few x values of this size (past f16's range) */
     bool emu;  /* also run the cooperative kernel's emulation */
+    bool decode_in_kernel; /* mixed modes keep the decode in the kernel: a part's f16 rows exceed a binding */
 } mm_case;
 
 static void build_matmul(vkt_graph *t, const void *arg) {
@@ -236,7 +242,50 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu);
+    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu, c.type == RLX_DTYPE_F16 || c.decode_in_kernel);
+}
+
+/* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): the mixed
+ * modes cannot hold them in their f16 rows, so the run fails naming the weight and the way out
+ * (RLX_VK_COOPMAT=exact), while the exact mode computes them in f32 as the CPU does. */
+static void test_f16_range(void) {
+    static const struct {
+        const char *mode;
+        bool fails;
+    } modes[] = {{"emulate-mixed", true}, {"emulate", false}};
+    for (int m = 0; m < 2; m++) {
+        vkt_graph t;
+        vkt_graph_init(&t);
+        mm_case c = {RLX_DTYPE_Q8_0, 64, 48, 40, 0, false, false};
+        build_matmul(&t, &c);
+        uint8_t *blocks = (uint8_t *)t.w[0].data;
+        for (uint64_t b = 0; b < t.w[0].nbytes / 34; b++) {
+            blocks[34 * b] = 0x00; /* d = f16 0x7800: 32768 */
+            blocks[34 * b + 1] = 0x78;
+        }
+        setenv("RLX_VK_COOPMAT", modes[m].mode, 1);
+        char label[96];
+        snprintf(label, sizeof label, "MATMUL Q8_0 values past f16's range COOPMAT=%s", modes[m].mode);
+        if (!modes[m].fails) {
+            step st = {0, 40};
+            compare(label, &t, &st, 1, RLX_VK_KERNEL_matmul_coop_emu, 0, TOL_F32, NULL);
+        } else {
+            rlx_session *s = NULL;
+            rlx_program *p = NULL;
+            float *out = calloc(40 * 48, sizeof *out);
+            void *outs[1] = {out};
+            rlx_run_args a = {0, 40, (const void *const *)t.in, outs};
+            if (out && T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)) &&
+                T_OK(g_vk->ops->compile(s, t.g, &p)))
+                T_ERR(g_vk->ops->run(p, &a), RLX_ERR_UNSUPPORTED, "RLX_VK_COOPMAT=exact");
+            printf("  %-76s refused: the f16 rows cannot hold the values\n", label);
+            if (p) g_vk->ops->program_destroy(p);
+            if (s) g_vk->ops->session_destroy(s);
+            free(out);
+        }
+        unsetenv("RLX_VK_COOPMAT");
+        vkt_graph_free(&t);
+    }
 }
 
 /* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
@@ -266,29 +315,33 @@ static void test_matmul(void) {
         int64_t b = rlx_dtype_get(types[i])->block_size;
         /* tails in x rows, weight rows, and k (96 is not a multiple of the 64-wide k steps) */
         bool emu = types[i] == RLX_DTYPE_F32 || types[i] == RLX_DTYPE_F16 || types[i] == RLX_DTYPE_Q8_0;
-        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0, emu}, 61);
+        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0, emu, false}, 61);
     }
-    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false}, 130);
-    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true}, 129);
-    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 40, 4e4f, true}, 40); /* f16 overflow: the f32 tile */
-    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 40, 4e4f, false}, 40);
+    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false, false}, 130);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true, false}, 129);
+    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 40, 4e4f, true, false}, 40); /* f16 overflow: the f32 tile */
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 40, 4e4f, false, false}, 40);
     static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
                                         "(h Wu BF16) * gelu(h Wg Q6_K)"};
     for (int v = 0; v < 3; v++) {
         char label[96];
         snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
-        matmul_modes(label, build_fused, &v, 37, false, v == 1);
+        matmul_modes(label, build_fused, &v, 37, false, v == 1, false);
     }
 }
 
-/* Weights larger than one binding are split into row parts (forced with a small limit). */
+/* Weights larger than one binding are split into row parts (forced with a small limit). In the
+ * mixed modes an F32 one is decoded part by part into the same f16 rows; a Q8_0 one, whose f16
+ * rows of a part would exceed the limit, is decoded in the kernel. */
 static void test_split_weights(void) {
     setenv("RLX_VK_MAX_BINDING_BYTES", "400000", 1); /* x (320 KiB) fits, the weights (800 KiB) do not */
     rlx_backend *small = vkt_backend();
     unsetenv("RLX_VK_MAX_BINDING_BYTES");
     rlx_backend *saved = g_vk;
     g_vk = small;
-    matmul_case((mm_case){RLX_DTYPE_F16, 4096, 100, 20, 0, true}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F16, 4096, 100, 20, 0, true, false}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F32, 4096, 100, 20, 0, true, false}, 20);
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 4096, 100, 20, 0, true, true}, 20);
     g_vk = saved;
     rlx_backend_destroy(small);
 }
@@ -321,7 +374,7 @@ static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int6
     snprintf(label, sizeof label, "ATTENTION n=%lld H %lld/%lld Dh %lld Dv %lld win %d n_tok %d", (long long)n,
              (long long)h, (long long)hkv, (long long)dh, (long long)dv, window, n_tokens);
     step st = {0, n_tokens};
-    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), TOL_F32, NULL);
+    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), -1, TOL_F32, NULL);
     vkt_graph_free(&t);
 }
 
@@ -340,7 +393,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
     char label[96];
     snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
              (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
-    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), TOL_F32, NULL);
+    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), -1, TOL_F32, NULL);
     vkt_graph_free(&t);
 }
 
@@ -349,7 +402,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
 static void test_bad_mode(void) {
     vkt_graph t;
     vkt_graph_init(&t);
-    mm_case c = {RLX_DTYPE_F16, 64, 32, 40, 0, false};
+    mm_case c = {RLX_DTYPE_F16, 64, 32, 40, 0, false, false};
     build_matmul(&t, &c);
     rlx_session *s = NULL;
     rlx_program *p = NULL;
@@ -389,6 +442,7 @@ int main(void) {
            g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
     test_matmul();
     test_split_weights();
+    test_f16_range();
     test_bad_mode();
     test_attention();
     if (g_coop)
