@@ -420,7 +420,8 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
             vk_range f16 = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                             part_rows * k * 2};
             vk_range dbind[2] = {bind[1], f16};
-            uint32_t dspec[3] = {p->b->wg, m.type, 1}, dpush[4] = {(uint32_t)part_rows, (uint32_t)k, row_bytes, (uint32_t)mm};
+            uint32_t dspec[3] = {p->b->wg, m.type, 1};
+            uint32_t dpush[4] = {(uint32_t)part_rows, (uint32_t)k, row_bytes, (uint32_t)mm};
             RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_dequant, dspec, dbind, 2, 1u, 2u, dpush, sizeof dpush,
                             part_rows));
             bind[1] = f16;

@@ -24,7 +24,7 @@ layout(push_constant) uniform Push {
 
 #include "dequant.glsl"
 
-bool f16_range(vec4 v) { return all(lessThanEqual(abs(v), vec4(65504.0))) || any(isinf(v)) || any(isnan(v)); }
+bool fits_f16(vec4 v) { return all(lessThanEqual(abs(v), vec4(65504.0))) || any(isinf(v)) || any(isnan(v)); }
 
 void main() {
     uint r = group_id();
@@ -35,7 +35,7 @@ void main() {
         dq8(row, u * 8u, lo, hi);
         uint oi = base + u * 8u;
         if (F16_OUT != 0u) {
-            if (!f16_range(lo) || !f16_range(hi)) rlx_report(RLX_ERR_F16_RANGE, p.node, r);
+            if (!fits_f16(lo) || !fits_f16(hi)) rlx_report(RLX_ERR_F16_RANGE, p.node, r);
             o16[oi / 8u] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
             continue;
         }
