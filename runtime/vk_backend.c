@@ -225,8 +225,6 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     b->profile_each = b->profile && strcmp(prof, "2") == 0;
     const char *fusion = getenv("RLX_VK_FUSION");
     b->fusion = !(fusion && strcmp(fusion, "0") == 0);
-    const char *links = getenv("RLX_VK_LINK");
-    b->links = !(links && strcmp(links, "0") == 0);
     rlx_status s = rlx_vk_fault_arm_from_env();
     if (!s) s = rlx_vk_device_open(device, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");

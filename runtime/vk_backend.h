@@ -7,8 +7,6 @@
  *                                         warning/error is printed and counted
  *   RLX_VK_PIPELINE_CACHE=0               no on-disk pipeline cache ($XDG_CACHE_HOME/rlx/)
  *   RLX_VK_FUSION=0                       compile without fusions (vk_lower.c)
- *   RLX_VK_LINK=0                         decode attention after a barrier instead of a link to the
- *                                         q/k/v matvecs (vk_fuse.c link_attention_step)
  *   RLX_VK_DEBUG=1                        print each program's plan (dispatches, barriers, peak
  *                                         intermediate memory, compile time) and each run's time
  *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel

@@ -34,8 +34,6 @@ static VkDeviceSize storage_align(const rlx_program *p) {
     return a < 16 ? 16 : a;
 }
 
-VkDeviceSize vk_storage_align(const rlx_program *p) { return storage_align(p); }
-
 /* ---- ranges ---- */
 
 static rlx_node storage_root(const rlx_program *p, rlx_node n) {
@@ -129,7 +127,6 @@ rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk
     d->push_bytes = push_bytes;
     d->groups = groups;
     d->node = node;
-    d->counts_for = RLX_NO_NODE;
     list->n++;
     return NULL;
 }
@@ -262,7 +259,6 @@ static void analyse(rlx_program *p) {
         n->last_use = -1;
         n->fused_into = RLX_NO_NODE;
         n->post = RLX_NO_NODE;
-        n->link = RLX_NO_NODE;
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = p->nodes[p->outputs[o]].is_output = true;
     for (rlx_node i = 0; i < p->n_nodes; i++)
@@ -503,21 +499,17 @@ static bool overlaps(const vk_range *a, const vk_range *b) {
     return a->buffer == b->buffer && a->offset < b->offset + b->size && b->offset < a->offset + a->size;
 }
 
-/* Ranges read and written since the last barrier; w_for[i]: the link reader that write i's
- * dispatch counts for (vk_dispatch counts_for). */
+/* Ranges read and written since the last barrier. */
 typedef struct hazards {
     vk_range *r, *w;
-    rlx_node *w_for;
     size_t nr, nw, cap;
 } hazards;
 
-/* links: whether a link may stand in for the barrier (not under validation, whose synchronization
- * checks cannot see the counts). */
-static bool needs_barrier(const hazards *h, const vk_dispatch *dp, bool links) {
+static bool needs_barrier(const hazards *h, const vk_dispatch *dp) {
     for (uint32_t k = 0; k < dp->n_bind; k++) {
-        bool rd = dp->reads & (1u << k), wr = dp->writes & (1u << k), linked = links && (dp->linked & (1u << k));
+        bool rd = dp->reads & (1u << k), wr = dp->writes & (1u << k);
         for (size_t i = 0; (rd || wr) && i < h->nw; i++)
-            if (overlaps(&dp->bind[k], &h->w[i]) && !(linked && h->w_for[i] == dp->node)) return true;
+            if (overlaps(&dp->bind[k], &h->w[i])) return true;
         for (size_t i = 0; wr && i < h->nr; i++)
             if (overlaps(&dp->bind[k], &h->r[i])) return true;
     }
@@ -553,29 +545,23 @@ static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk
     for (size_t i = 0; i < list->n; i++) cap += list->items[i].n_bind;
     h.r = calloc(cap + 1, sizeof *h.r);
     h.w = calloc(cap + 1, sizeof *h.w);
-    h.w_for = calloc(cap + 1, sizeof *h.w_for);
-    if (!h.r || !h.w || !h.w_for) {
+    if (!h.r || !h.w) {
         free(h.r);
         free(h.w);
-        free(h.w_for);
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: barrier plan of %zu dispatches", list->n);
     }
     d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, rlx_vk_common_pipeline_layout(p->b->pipes), 0, 1,
                                   &p->common, 0, NULL);
-    bool links = !rlx_vk_validation_enabled();
     for (size_t i = 0; i < list->n; i++) {
         const vk_dispatch *dp = &list->items[i];
-        if (needs_barrier(&h, dp, links)) {
+        if (needs_barrier(&h, dp)) {
             compute_barrier(d, cb);
             p->n_barriers++;
             h.nr = h.nw = 0;
         }
         for (uint32_t k = 0; k < dp->n_bind; k++) {
             if (dp->reads & (1u << k)) h.r[h.nr++] = dp->bind[k];
-            if (dp->writes & (1u << k)) {
-                h.w_for[h.nw] = dp->counts_for;
-                h.w[h.nw++] = dp->bind[k];
-            }
+            if (dp->writes & (1u << k)) h.w[h.nw++] = dp->bind[k];
         }
         d->vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->pipeline);
         d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->layout, 1, 1, &dp->set, 0, NULL);
@@ -590,7 +576,6 @@ static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk
     }
     free(h.r);
     free(h.w);
-    free(h.w_for);
     return NULL;
 }
 
@@ -862,11 +847,6 @@ static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
                           "mixed-precision prefill cannot hold: run with RLX_VK_COOPMAT=exact",
                           node, w->info.name ? w->info.name : "?", st[2]);
     }
-    if (st[0] == 3)
-        return rlx_errorf(RLX_ERR_DEVICE,
-                          "run: decode attention gave up waiting for its q/k/v matvecs (%u of %u workgroups counted): "
-                          "this device does not run the dispatches of one stage side by side; run with RLX_VK_LINK=0",
-                          st[2], st[1]);
     return rlx_errorf(RLX_ERR_DEVICE, "run: a kernel reported error %u at node %u (value %u)", st[0], st[1], st[2]);
 }
 

@@ -275,49 +275,6 @@ static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
     p->nodes[i].fused_into = last;
 }
 
-/* The MATMUL that computes the values node x holds when its matvec can count its workgroups for a
- * link: one x row on matvec.comp, in one weight part, with no POST of its own and no link yet. */
-static rlx_node link_producer(const rlx_program *p, rlx_node x) {
-    rlx_node m = producer(p, x);
-    const vk_node *n = node(p, m);
-    if (n->info.op != RLX_OP_MATMUL || n->fused_into != RLX_NO_NODE || n->post != RLX_NO_NODE ||
-        n->link != RLX_NO_NODE || !vk_takes_matvec(p, m) || matrix_of(p, in1(p, m)).n_parts != 1 ||
-        in(p, m, 0)->numel != last_dim(in(p, m, 0)))
-        return RLX_NO_NODE;
-    return n->fuse == VK_FUSE_NONE || n->fuse == VK_FUSE_MATVEC_NORM || n->fuse == VK_FUSE_MATVEC_SCALED ? m
-                                                                                                         : RLX_NO_NODE;
-}
-
-/* The raw rows a q/k norm + RoPE of attention_step.comp reads: the norm's input, or the RoPE's. */
-static rlx_node step_raw(const rlx_program *p, rlx_node rope) {
-    rlx_node norm = vk_rope_norm(p, rope);
-    return norm != RLX_NO_NODE ? in0(p, norm) : in0(p, rope);
-}
-
-/* VK_FUSE_ATTN_STEP a whose new q, k and v rows come straight from matvecs (decode's q/k/v
- * projections): those matvecs count their workgroups, and a waits for the counts instead of a
- * barrier (shaders/attention.glsl LINK), so its workgroups start, and load their first cache
- * rows, while the projections' last workgroups still run. H100, barrier before attention left out
- * (session 8): Qwen3-8B F16 tg128 157.9 -> 162.6 t/s, 0.6B F16 838 -> 900. */
-static void link_attention_step(rlx_program *p, rlx_node a) {
-    const vk_node *n = node(p, a);
-    rlx_node raw[3] = {step_raw(p, n->fuse_a), step_raw(p, node(p, n->fuse_b)->fuse_a), in1(p, n->info.in[2])};
-    rlx_node made[3];
-    uint32_t slots = 0;
-    for (int k = 0; k < 3; k++) {
-        rlx_node m = link_producer(p, raw[k]);
-        if (m == RLX_NO_NODE) return;
-        bool seen = false;
-        for (uint32_t j = 0; j < slots; j++) seen = seen || made[j] == m;
-        if (!seen) made[slots++] = m;
-    }
-    for (uint32_t j = 0; j < slots; j++) {
-        p->nodes[made[j]].link = a;
-        p->nodes[made[j]].link_slot = j;
-    }
-    p->nodes[a].link_slots = slots;
-}
-
 void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
@@ -342,6 +299,4 @@ void vk_plan_fusion(rlx_program *p) {
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ARGMAX) fuse_argmax_into_producer(p, i);
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
-    for (rlx_node i = 0; p->b->links && i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->fuse == VK_FUSE_ATTN_STEP) link_attention_step(p, i);
 }

@@ -46,7 +46,6 @@ typedef struct rlx_vk_backend {
     uint32_t wg_row;              /* workgroup size of row reductions over long rows */
     bool debug;                   /* RLX_VK_DEBUG: print each program's plan */
     bool fusion;                  /* RLX_VK_FUSION=0 turns fusion off (to compare against) */
-    bool links;                   /* RLX_VK_LINK=0 turns links off (vk_fuse.c link_attention_step) */
     bool profile;                 /* RLX_VK_PROFILE: time every dispatch, print per kernel after runs */
     bool profile_each;            /* RLX_VK_PROFILE=2: also print every dispatch */
 } rlx_vk_backend;
@@ -93,13 +92,6 @@ typedef struct vk_node {
                                  (shaders/matvec.comp POST): an RMS_NORM it prepares
                                  (VK_FUSE_NORM_BY_PRODUCER) or an ARGMAX (VK_FUSE_ARGMAX_BY_PRODUCER);
                                  the sync block at const_offset */
-    rlx_node link;            /* RLX_NO_NODE, or the node whose dispatch reads this MATMUL's value in the same stage,
-                                 with no barrier between (a link, vk_fuse.c link_attention_step): this node's
-                                 matvec counts its workgroups in slot link_slot of that node's link block */
-    uint32_t link_slot;
-    uint32_t link_slots;      /* a link's reader: its producers (0: none), each a slot of the link block at
-                                 const_offset, then its own count */
-    uint64_t link_groups;     /* a link's reader: its producers' workgroups, summed as they are emitted */
     const vk_weight *weight;  /* VK_STORE_WEIGHT */
     VkDeviceSize input_offset; /* VK_STORE_INPUT: offset in the input region */
     VkDeviceSize const_offset; /* weights read as f32 operands, ROPE tables, post's sync block: offset in consts */
@@ -138,9 +130,6 @@ typedef struct vk_dispatch {
     uint32_t push_bytes;
     uint64_t groups;              /* 1-D group count; folded into x * y when recorded */
     rlx_node node;
-    rlx_node counts_for;          /* a link's producer: its reader (vk_node link), else RLX_NO_NODE */
-    uint32_t linked;              /* a link's reader: bindings whose hazards on its producers' writes the
-                                     link orders (no barrier for them, unless validation is on) */
     VkDescriptorSet set;          /* owned by the program's pool */
 } vk_dispatch;
 
@@ -208,8 +197,6 @@ rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk
 rlx_status vk_const_reserve(rlx_program *p, VkDeviceSize bytes, VkDeviceSize *offset);
 /* The range of [offset, offset + bytes) in the consts region (valid once compile has allocated it). */
 vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize bytes);
-/* The alignment of a storage binding's offset (at least 16 bytes). */
-VkDeviceSize vk_storage_align(const rlx_program *p);
 
 /* ---- vk_fuse.c ---- */
 

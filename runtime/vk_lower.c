@@ -213,8 +213,7 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
         if (attention_splits(p, i) > 1) /* per (row, head, split): max, sum, acc[Dv] */
             n->scratch_bytes = (uint64_t)(n->numel / n->info.shape.dim[2]) * attention_splits(p, i) *
                                ((uint64_t)n->info.shape.dim[2] + 2) * 4;
-        if (n->link_slots == 0) return NULL;
-        return vk_const_reserve(p, (n->link_slots + 1) * vk_storage_align(p), &n->const_offset);
+        return NULL;
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
     case RLX_OP_ADD:
         if (n->post == RLX_NO_NODE) return NULL;
@@ -614,12 +613,6 @@ static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
     return gate && plain && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
 
-/* The slot of link reader `reader`'s block that its producer slot `slot` counts in (shaders/matvec.glsl
- * POST 3); slot link_slots is the reader's own count. */
-static vk_range link_slot_range(const rlx_program *p, rlx_node reader, uint32_t slot) {
-    return vk_const_range(p, node(p, reader)->const_offset + slot * vk_storage_align(p), 16);
-}
-
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
  * EPI_*_MUL (shaders/matmul.comp, matvec.comp), or is RLX_NO_NODE where the gate of EPI_*_MUL is
  * computed in the same matvec (gate_of). */
@@ -634,9 +627,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     vk_range auxr = vk_node_range(p, out_node);
     RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    rlx_node gate = gate_of(p, out_node), post = n->post, link = n->link;
+    rlx_node gate = gate_of(p, out_node), post = n->post;
     uint32_t post_kind = post == RLX_NO_NODE ? 0 : node(p, post)->info.op == RLX_OP_RMS_NORM ? 1 : 2;
-    if (link != RLX_NO_NODE) post_kind = 3;
     uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
                      (post_kind == 1 ? 0x180u : post_kind == 2 ? 0x100u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
@@ -663,7 +655,6 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             bind[8] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
-        if (link != RLX_NO_NODE) bind[8] = link_slot_range(p, link, n->link_slot);
         uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
         matvec_plan mv;
@@ -673,19 +664,12 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             mv.spec[8] = post_kind;
             push[9] = (uint32_t)mv.groups;
             rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
-            uint32_t writes = post != RLX_NO_NODE ? 0x144u : link != RLX_NO_NODE ? 0x104u : 4u;
-            size_t at = p->run.n;
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 9, reads, writes, push, sizeof push,
-                            mv.groups));
-            if (link != RLX_NO_NODE && p->run.n > at) {
-                p->run.items[at].counts_for = link;
-                p->nodes[link].link_groups += mv.groups;
-            }
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 9, reads, post != RLX_NO_NODE ? 0x144u : 4u,
+                            push, sizeof push, mv.groups));
             continue;
         }
-        if (post != RLX_NO_NODE || x_in.norm == 2 || link != RLX_NO_NODE) /* planned on matvec.comp */
-            return rlx_errorf(RLX_ERR_UNSUPPORTED,
-                              "compile: %%%d: a norm, argmax or link count fused into its matvec without a matvec plan",
+        if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a norm or argmax fused into its matvec without a matvec plan",
                               out_node);
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
         RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
@@ -912,10 +896,6 @@ static rlx_vk_kernel attention_step_kernel(const uint32_t *spec) {
     return fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step;
 }
 
-static bool same_range(const vk_range *a, const vk_range *b) {
-    return a->buffer == b->buffer && a->offset == b->offset && a->size == b->size;
-}
-
 /* VK_FUSE_ATTN_STEP (fuse_attention_step): the attention's bindings, spec and push constants
  * (bind[0] is replaced by the raw q rows) and those of the q/k norm, RoPE and cache writes. */
 static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind, uint32_t *spec, uint32_t *push,
@@ -924,7 +904,7 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     rlx_node qr = n->fuse_a, kw = n->fuse_b, vw = n->info.in[2];
     const rlx_rope_attrs *r = &node(p, qr)->info.attrs.rope;
     float q_eps, k_eps;
-    vk_range b[12];
+    vk_range b[11];
     memcpy(b, bind, 5 * sizeof *b);
     RLX_TRY(step_side(p, qr, &b[0], &b[7], &b[9], &q_eps));
     RLX_TRY(step_side(p, node(p, kw)->fuse_a, &b[5], &b[8], &b[10], &k_eps));
@@ -940,26 +920,8 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     push[11] = f32_bits(q_eps);
     push[12] = f32_bits(k_eps);
     bool split = spec[2] != 0;
-    /* the q, k and v rows (and any binding that aliases them, unused) and the link block */
-    uint32_t links = 0;
-    for (uint32_t k = 0; n->link_slots && k < 11; k++)
-        if (same_range(&b[k], &b[0]) || same_range(&b[k], &b[5]) || same_range(&b[k], &b[6])) links |= 1u << k;
-    if (links) links |= 0x800u;
-    b[11] = links ? link_slot_range(p, i, 0) : b[0];
-    if (links) {
-        VkDeviceSize stride = vk_storage_align(p);
-        b[11].size = n->link_slots * stride + 16;
-        spec[10] = 1;
-        push[13] = (uint32_t)n->link_groups;
-        push[14] = n->link_slots;
-        push[15] = (uint32_t)(stride / 4);
-        push[16] = (uint32_t)groups;
-    }
-    size_t at = p->run.n;
-    RLX_TRY(vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 12, 0x7e7u | (links & 0x800u),
-                    (split ? 0x1eu : 0xeu) | (links & 0x800u), push, 17 * sizeof *push, groups));
-    if (p->run.n > at) p->run.items[at].linked = links;
-    return NULL;
+    return vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 11, 0x7e7u, split ? 0x1eu : 0xeu, push,
+                   13 * sizeof *push, groups);
 }
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
@@ -984,8 +946,8 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (splits > 1)
         bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                              n->scratch_bytes};
-    uint32_t spec[11] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
-    uint32_t push[17] = {(uint32_t)rows,
+    uint32_t spec[10] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
+    uint32_t push[13] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
                          dh,

@@ -20,14 +20,6 @@
 // rms_norm.comp does), one workgroup per kv head writes the new K and V rows into the caches, and
 // no workgroup reads that cache row: the workgroup whose keys end at pos starts its subgroup 0's
 // online softmax with the new key from shared memory, and the cache walk stops before it.
-// LINK (ATTN_STEP): no barrier separates this dispatch from the matvecs of q, k and v before it
-// (runtime/vk_fuse.c link_attention_step), so its workgroups start while the matvecs' last ones
-// still run. Each matvec workgroup counts itself, once its rows are stored, in its dispatch's slot
-// of the link block (shaders/matvec.glsl POST 3); invocation 0 of every workgroup here issues the
-// first cache block's loads (rows of earlier steps), then waits until the slots add up to all of
-// them, and the workgroup reads the new rows past L1 (coherent). The last workgroup to pass zeroes
-// the block for the next run. A wait that outlasts LINK_POLLS reads reports RLX_ERR_LINK instead of
-// hanging: a device that does not run the dispatches of one stage side by side.
 // Included by attention.comp, attention_step.comp (which defines ATTN_STEP) and
 // attention_step_fixed.comp (ATTN_STEP and ATTN_FIXED).
 #include "common.glsl"
@@ -54,28 +46,23 @@ layout(constant_id = 6) const uint DPT = 1;   // output dims per invocation (cei
 layout(constant_id = 7) const uint ROPE = 2;    // 1 NORMAL pairs, 2 NEOX pairs
 layout(constant_id = 8) const uint QK_NORM = 1; // 1: q and k rows are RMS-normalised before RoPE
 layout(constant_id = 9) const uint PD = 128;    // floats per row of prep (>= dh, dv)
-layout(constant_id = 10) const uint LINK = 0;   // 1: see LINK above
 #define CACHE_ACCESS // row pos of the caches is written
-#define STEP_IN coherent readonly // the new rows, written in this stage under LINK
 #else
-#define STEP_IN readonly
 #define CACHE_ACCESS readonly
 #endif
 
-layout(set = 1, binding = 0) STEP_IN buffer Q { float q[]; }; // ATTN_STEP: before norm and RoPE
+layout(set = 1, binding = 0) readonly buffer Q { float q[]; }; // ATTN_STEP: before norm and RoPE
 layout(set = 1, binding = 1) CACHE_ACCESS buffer K { float k[]; };
 layout(set = 1, binding = 2) CACHE_ACCESS buffer V { float v[]; };
 layout(set = 1, binding = 3) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT: [(i H + h) splits + s][Dv + 2]
 #ifdef ATTN_STEP
-layout(set = 1, binding = 5) STEP_IN buffer KN { float knew[]; }; // the token's K rows [H_kv, dh], before norm and RoPE
-layout(set = 1, binding = 6) STEP_IN buffer VN { float vnew[]; }; // the token's V rows [H_kv, dv]
+layout(set = 1, binding = 5) readonly buffer KN { float knew[]; }; // the token's K rows [H_kv, dh], before norm and RoPE
+layout(set = 1, binding = 6) readonly buffer VN { float vnew[]; }; // the token's V rows [H_kv, dv]
 layout(set = 1, binding = 7) readonly buffer QW { float qw[]; };   // QK_NORM: the q norm's weights [dh]
 layout(set = 1, binding = 8) readonly buffer KW { float kw[]; };   // QK_NORM: the k norm's weights [dh]
 layout(set = 1, binding = 9) readonly buffer QT { uvec2 q_turns[]; }; // RoPE angle steps (rope.glsl)
 layout(set = 1, binding = 10) readonly buffer KT { uvec2 k_turns[]; };
-// LINK: the producers' counts at words 0, stride, .. (slots - 1) stride, this dispatch's at slots stride.
-layout(set = 1, binding = 11) coherent buffer Link { uint link_w[]; };
 #endif
 
 layout(push_constant) uniform Push {
@@ -93,10 +80,6 @@ layout(push_constant) uniform Push {
     uint n_rot;
     float q_eps;
     float k_eps;
-    uint link_need;   // LINK: producer workgroups
-    uint link_slots;  // producer dispatches
-    uint link_stride; // words between slots
-    uint link_wgs;    // this dispatch's workgroups
 #endif
 } p;
 
@@ -156,29 +139,6 @@ void attend_block(uint j0, uint hi) {
 }
 
 #ifdef ATTN_STEP
-const uint LINK_POLLS = 1u << 26;
-
-// LINK, see above (nothing without it). Called by the whole workgroup.
-void link_pass() {
-    if (LINK == 0u) return;
-    if (gl_LocalInvocationIndex == 0u) {
-        uint seen = 0u;
-        for (uint poll = 0u; seen < p.link_need; poll++) {
-            if (poll == LINK_POLLS) {
-                rlx_report(RLX_ERR_LINK, p.link_need, seen);
-                break;
-            }
-            seen = 0u;
-            for (uint s = 0u; s < p.link_slots; s++) seen += atomicOr(link_w[s * p.link_stride], 0u);
-        }
-        memoryBarrierBuffer();
-        uint me = p.link_slots * p.link_stride;
-        if (atomicAdd(link_w[me], 1u) == p.link_wgs - 1u)
-            for (uint s = 0u; s <= p.link_slots; s++) atomicExchange(link_w[s * p.link_stride], 0u);
-    }
-    barrier();
-}
-
 shared float prep[(GW + 2u) * PD]; // rows: the GW query heads, the new key, the new value
 
 // Row r of prep (r < GW: query head h0 + r of row 0; GW: the new key of kv head kvh), normalised and
@@ -229,13 +189,9 @@ void main() {
     uint gid = group_id(), splits = SPLIT != 0u ? p.splits : 1u, blocks = p.heads / GW;
     uint sp_i = gid % splits, ib = gid / splits;
     uint i = ib / blocks, h0 = (ib % blocks) * GW, t = gl_LocalInvocationID.x;
-    bool empty = i >= p.rows || i >= valid_rows(p.rows, p.tok) || p.t == 0u;
-    if (i >= p.rows || (empty && SPLIT != 0u)) { // split partials of padding rows are never combined
-#ifdef ATTN_STEP
-        link_pass(); // every workgroup counts itself
-#endif
-        return;
-    }
+    if (i >= p.rows) return;
+    bool empty = i >= valid_rows(p.rows, p.tok) || p.t == 0u;
+    if (empty && SPLIT != 0u) return; // split partials of padding rows are never combined
     uint pos = rlx.n_past + i;
     uint hi = empty ? 0u : min(pos, p.t - 1u);
     uint lo = empty ? 1u : (p.window > 0u && pos + 1u > p.window) ? pos + 1u - p.window : 0u;
@@ -265,7 +221,6 @@ void main() {
     // before the query rows are read and prepared (H100: 11.7 -> 11.4 us per attention).
     if (walk) load_block(j0, hi, kvh, kv_row);
 #ifdef ATTN_STEP
-    link_pass();
     for (uint r = sg; r <= GW; r += ns) prep_row(r, h0, kvh, pos);
     for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = vnew[kvh * p.dv + d];
     barrier();

@@ -22,7 +22,6 @@ layout(set = 0, binding = 1) buffer RlxStatus {
 
 #define RLX_ERR_EMBED_ID 1u
 #define RLX_ERR_F16_RANGE 2u // shaders/dequant.comp F16_OUT
-#define RLX_ERR_LINK 3u      // shaders/attention.glsl LINK: (workgroups awaited, counted)
 
 void rlx_report(uint code, uint node, uint value) {
     if (atomicCompSwap(rlx_status[0], 0u, code) == 0u) {

@@ -20,9 +20,6 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
-// POST 3 (LINK): a later dispatch of the same stage reads this one's output with no barrier between
-// them (shaders/attention.glsl LINK): once its outputs are stored, each workgroup counts itself in
-// its slot of that dispatch's link block (binding 8), which the reader waits on.
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
 // in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
@@ -55,7 +52,7 @@ layout(constant_id = 4) const uint R = 1;  // weight rows per group
 layout(constant_id = 5) const uint T = 64; // threads per group
 layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw); 2: SCALED; see above
 layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
-layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX, 3: LINK; see above
+layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -84,7 +81,6 @@ layout(set = 1, binding = 6) writeonly buffer Xi { uint argmax_out[]; }; // POST
 layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
 // POST's sync block (runtime/vk_fuse.c vk_post_sync_bytes): the count of workgroups done, the
 // rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
-// POST 3: the word of this dispatch's count in the reader's link block.
 layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
 layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
 const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
@@ -495,21 +491,11 @@ void post_argmax(uint gid, float v, uint i) {
     }
 }
 
-// POST 3, see above: every invocation's stores are made visible at device scope before the count.
-void link_count() {
-    memoryBarrierBuffer();
-    barrier();
-    if (gl_LocalInvocationIndex == 0u) atomicAdd(sync_w[0], 1u);
-}
-
 void main() {
     uint gid = group_id(), per_wg = G * RO, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
     uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
     uint rows = valid_rows(p.rows, p.tok);
-    if (r0 >= rows) { // the whole workgroup: no barrier is skipped by part of it
-        if (POST == 3u) link_count();
-        return;
-    }
+    if (r0 >= rows) return; // the whole workgroup: no barrier is skipped by part of it
     uint spg = max(T / gl_SubgroupSize, 1u), g = gl_SubgroupID / spg;
     lane = (gl_SubgroupID % spg) * gl_SubgroupSize + gl_SubgroupInvocationID;
     [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * RO + r % RO, p.m_rows - 1u) * p.row_bytes;
@@ -537,5 +523,4 @@ void main() {
     bool stored = gl_LocalInvocationIndex < G * RO * NX && store(gl_LocalInvocationIndex, w0, r0, rows, spg, v, col);
     if (POST == 1u) post_sums(gid, stored ? v * v : 0.0);
     if (POST == 2u) post_argmax(gid, v, stored ? col : NONE);
-    if (POST == 3u) link_count();
 }
