@@ -455,6 +455,13 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
  * (151,936 rows) 300 -> 277 us; tg128 8B Q4_K_M 237.4 -> 238.7, 0.6B F16 787.8 -> 794.2, 0.6B
  * Q4_K_M 794.5 -> 798.0, 8B F16 154.9 -> 154.3 (within its run-to-run spread of 1.4). */
 #define MATVEC_GPU_MANY_GROUPS 32768
+/* Plain-type rows of MATVEC_GPU_LONG_K or more take twice those rows per group in two decode
+ * matvecs: the one with a norm folded in (q/k/v; the extra rows share its x and norm-weight loads)
+ * and the output projection. H100, Qwen3-8B F16 tg128, two alternations in one run: q/k/v 161.86,
+ * 161.95 -> 162.36, 162.47 t/s; output projection (4 -> 8 rows) -> 162.45, 162.46. Not elsewhere,
+ * same run: o projection 4 rows 160.03, 160.37; gate/up 4 + 4 rows 159.91, 159.30 (1 + 1: 160.77,
+ * 160.38); Qwen3-0.6B F16's output projection (rows of 1,024) 8 rows 881.4 -> 877.2 ± 3.3. */
+#define MATVEC_GPU_LONG_K 4096
 #define MATVEC_MIN_GROUPS_CPU 4
 /* x rows per matvec.comp workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else
  * MATVEC_GPU_NX, each workgroup reading its weight rows once per x group: the registers of 8 x rows
@@ -524,7 +531,9 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu && nx == 1) {
         bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
+        bool plain = type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
         r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
+        if (plain && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
     }
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
