@@ -498,12 +498,31 @@ static uint32_t matvec_wg(uint32_t type, uint64_t t) {
     return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
 }
 
-static uint32_t matvec_wg_max(const rlx_program *p) { return p->b->dev->caps->is_cpu ? p->b->wg : p->b->wg_row; }
+/* Threads per weight row of matvec.comp on a GPU at most: a row reduction's workgroup, twice that
+ * for plain types, so that their longest decode rows take fewer serial trips. H100, Qwen3-8B F16
+ * tg128: its down projection (rows of 12,288) on 256 threads in 3 trips 162.18, 162.16 -> 384 in 2
+ * trips 163.29, 163.11 t/s, 768 in 1 trip 161.38, 161.33 (one run); against the previous build in
+ * another run 162.99, 162.29 -> 163.60, 163.67, pp8 even. Not for the K-quants: 8B Q4_K_M's Q6_K
+ * down rows on 384 threads 246.1, 246.1 -> 245.1, 245.0, pp8 450.8, 451.0 -> 442.1, 445.3. Rows of
+ * 4,096 and less (one trip of 256) do not change. */
+#define MATVEC_GPU_PLAIN_WG_FACTOR 2
+
+/* F32, F16, BF16: a weight stored as plain floats (matvec.comp mv_plain). */
+static bool plain_type(uint32_t type) {
+    return type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
+}
+
+static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
+    uint32_t want = plain_type(type) ? MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row : p->b->wg_row;
+    return c->is_cpu ? p->b->wg : want < limit ? want : limit;
+}
 
 /* Whether matvec.comp has a path for the type and row length on this device. */
 static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
     uint32_t unroll, sg = p->b->dev->caps->subgroup_size;
-    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p);
+    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p, type);
 }
 
 /* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K and Q6_K on a GPU, or
@@ -516,7 +535,7 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
 bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
                          uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p);
+    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
     bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
@@ -531,9 +550,8 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
     if (!c->is_cpu && nx == 1) {
         bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
-        bool plain = type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
         r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
-        if (plain && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
+        if (plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
     }
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
@@ -618,8 +636,7 @@ static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
 #define MATVEC_STREAM_MIN_K 4096
 
 static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
-    bool plain = type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
-    return gate && plain && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
+    return gate && plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
 
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
