@@ -204,14 +204,6 @@ static const rlx_backend_ops vk_ops = {
     .destroy = backend_destroy,
 };
 
-/* The largest power of two <= want that the device allows in one workgroup. */
-static uint32_t pick_wg(const rlx_vk_caps *c, uint32_t want) {
-    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
-    uint32_t wg = want;
-    while (wg > limit) wg /= 2;
-    return wg;
-}
-
 rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: out is NULL");
     rlx_vk_backend *b = calloc(1, sizeof *b);
@@ -243,8 +235,8 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
         backend_destroy(&b->base);
         return s;
     }
-    b->wg = pick_wg(b->dev->caps, 64);
-    b->wg_row = pick_wg(b->dev->caps, 256);
+    b->wg = rlx_vk_caps_wg_pow2(b->dev->caps, 64);
+    b->wg_row = rlx_vk_caps_wg_pow2(b->dev->caps, 256);
     *out = &b->base;
     return NULL;
 }

@@ -375,6 +375,13 @@ uint32_t rlx_vk_device_count(void) { return reg.n_devices; }
 
 const rlx_vk_caps *rlx_vk_device_caps(uint32_t index) { return index < reg.n_devices ? &reg.caps[index] : NULL; }
 
+uint32_t rlx_vk_caps_wg_pow2(const rlx_vk_caps *c, uint32_t want) {
+    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
+    uint32_t wg = want;
+    while (wg > limit && wg > 1) wg /= 2;
+    return wg;
+}
+
 /* ---- formatting ---- */
 
 static const char *type_name(VkPhysicalDeviceType t) {

@@ -89,6 +89,8 @@ uint32_t rlx_vk_device_count(void);
 const rlx_vk_caps *rlx_vk_device_caps(uint32_t index);
 /* Whether the validation layer is active in the registry now. */
 bool rlx_vk_validation_enabled(void);
+/* The largest power of two <= want that device c allows in a 1-D workgroup (1 at least). */
+uint32_t rlx_vk_caps_wg_pow2(const rlx_vk_caps *c, uint32_t want);
 
 /* Validation/driver messages of severity warning or error seen by the messenger since the process
  * started (or since the last reset). Tests fail when this is non-zero; the messages themselves are

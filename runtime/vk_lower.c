@@ -514,9 +514,8 @@ static bool plain_type(uint32_t type) {
 
 static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
-    uint32_t want = plain_type(type) ? MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row : p->b->wg_row;
-    return c->is_cpu ? p->b->wg : want < limit ? want : limit;
+    if (c->is_cpu) return p->b->wg;
+    return plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
 }
 
 /* Whether matvec.comp has a path for the type and row length on this device. */
@@ -1075,9 +1074,7 @@ static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
     RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
     bind[1] = vk_node_range(p, i);
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t limit = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0], wg = 1024;
-    while (wg > limit) wg /= 2;
-    uint32_t spec[2] = {cols > 8192 ? wg : row_wg(p, cols), cols % 4 == 0};
+    uint32_t spec[2] = {cols > 8192 ? rlx_vk_caps_wg_pow2(c, 1024) : row_wg(p, cols), cols % 4 == 0};
     uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, node(p, i)->tok};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_argmax, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
 }
