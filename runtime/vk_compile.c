@@ -862,7 +862,8 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
         memcpy(in + n->input_offset, a->inputs[k], n->bytes);
     }
     double t0 = p->b->debug ? ms_now() : 0.0;
-    RLX_TRY(rlx_vk_submit_wait(p->b->dev, p->cb, p->fence, "running a program"));
+    rlx_vk_wait wait = {.expect_ms = p->last_run_ms, .took_ms = &p->last_run_ms};
+    RLX_TRY(rlx_vk_submit_batch(p->b->dev, &p->cb, 1, p->fence, wait, "running a program"));
     if (p->b->debug) fprintf(stderr, "rlx vulkan run: %zu dispatches in %.2f ms\n", p->run.n, ms_now() - t0);
     if (p->timestamps) print_profile(p);
     const uint8_t *rb = p->rb.mapped;

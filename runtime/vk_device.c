@@ -665,20 +665,34 @@ void rlx_vk_device_close(rlx_vk_device *d) {
     rlx_vk_registry_release();
 }
 
+/* Polls the fence until it is signalled or until `until_ms`; VK_NOT_READY when the time ran out. */
+static VkResult poll_fence(rlx_vk_device *d, VkFence fence, double until_ms) {
+    VkResult r;
+    while ((r = d->vk.vkGetFenceStatus(d->dev, fence)) == VK_NOT_READY && now_ms() < until_ms) {
+    }
+    return r;
+}
+
 /* The submit and the wait; VK_TIMEOUT when the device did not finish in time. */
-static VkResult submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence) {
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+static VkResult submit_wait(rlx_vk_device *d, const VkCommandBuffer *cbs, uint32_t n, VkFence fence,
+                            double expect_ms) {
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = n, .pCommandBuffers = cbs};
     pthread_mutex_lock(&d->queue_lock);
     VkResult r = d->vk.vkQueueSubmit(d->queue, 1, &si, fence);
     pthread_mutex_unlock(&d->queue_lock);
     if (r < 0) return r;
+    double start = now_ms();
     /* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
-     * wake-up latency of that order (more in virtual machines), so a GPU is polled for a while
-     * first. Not a CPU device: there the polling thread would take a core from the device. */
+     * wake-up latency of ~0.1 ms (more in virtual machines), so a GPU is polled. Not a CPU device:
+     * there the polling thread would take a core from the device. */
     if (!d->caps->is_cpu) {
-        double start = now_ms();
-        while ((r = d->vk.vkGetFenceStatus(d->dev, fence)) == VK_NOT_READY && now_ms() - start < RLX_VK_SPIN_MS) {
+        if (expect_ms > RLX_VK_SPIN_MS) {
+            double margin = expect_ms / 8.0 > 0.5 ? expect_ms / 8.0 : 0.5;
+            r = d->vk.vkWaitForFences(d->dev, 1, &fence, VK_TRUE, (uint64_t)((expect_ms - margin) * 1e6));
+            if (r != VK_TIMEOUT && r != VK_SUCCESS) return r;
         }
+        double spin = expect_ms > RLX_VK_SPIN_MS ? 2.0 * expect_ms : RLX_VK_SPIN_MS;
+        r = poll_fence(d, fence, start + spin);
         if (r < 0) return r;
     }
     r = d->vk.vkWaitForFences(d->dev, 1, &fence, VK_TRUE, RLX_VK_FENCE_TIMEOUT_NS);
@@ -686,16 +700,23 @@ static VkResult submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence)
     return d->vk.vkResetFences(d->dev, 1, &fence);
 }
 
-rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what) {
+rlx_status rlx_vk_submit_batch(rlx_vk_device *d, const VkCommandBuffer *cbs, uint32_t n, VkFence fence,
+                               rlx_vk_wait wait, const char *what) {
     VkResult r = VK_ERROR_DEVICE_LOST;
+    double start = now_ms();
     if (!atomic_load(&d->lost)) {
         rlx_vk_fault_kind fault = rlx_vk_fault_submit();
-        if (fault != RLX_VK_FAULT_LOST) r = submit_wait(d, cb, fence);
+        if (fault != RLX_VK_FAULT_LOST) r = submit_wait(d, cbs, n, fence, wait.expect_ms);
         if (fault == RLX_VK_FAULT_LOST_WAIT && r == VK_SUCCESS) r = VK_ERROR_DEVICE_LOST;
     }
+    if (wait.took_ms) *wait.took_ms = now_ms() - start;
     if (r == VK_ERROR_DEVICE_LOST) atomic_store(&d->lost, true);
     if (r == VK_TIMEOUT)
         return rlx_errorf(RLX_ERR_DEVICE, "%s: the device did not finish within %llu s (hang?)", what,
                           RLX_VK_FENCE_TIMEOUT_NS / 1000000000ull);
     return rlx_vk_check(r, what);
+}
+
+rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what) {
+    return rlx_vk_submit_batch(d, &cb, 1, fence, (rlx_vk_wait){0}, what);
 }

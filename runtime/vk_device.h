@@ -130,4 +130,19 @@ void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the regist
  * Device loss (real, or injected by vk_fault.h) marks d lost; on a lost device it fails at once. */
 rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what);
 
+/* How one submission is waited for. expect_ms: how long the work should take (what the same work
+ * took last time), 0 when unknown. took_ms (may be NULL) receives the time from submit to the
+ * fence seen signalled. */
+typedef struct rlx_vk_wait {
+    double expect_ms;
+    double *took_ms;
+} rlx_vk_wait;
+
+/* Submits n command buffers in order in one batch and waits as rlx_vk_submit_wait does. On a GPU
+ * the wait polls the fence: for work expected to take longer than a few milliseconds it first
+ * sleeps in the driver until shortly before the expected end, so a long decode step neither keeps
+ * a core busy throughout nor pays the driver's wake-up latency (~0.1 ms) after it. */
+rlx_status rlx_vk_submit_batch(rlx_vk_device *d, const VkCommandBuffer *cbs, uint32_t n, VkFence fence,
+                               rlx_vk_wait wait, const char *what);
+
 #endif

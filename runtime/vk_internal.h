@@ -179,6 +179,7 @@ struct rlx_program {
     VkCommandPool cmd_pool;       /* owned: this program's command buffer */
     VkCommandBuffer cb;
     VkFence fence;                /* owned */
+    double last_run_ms;           /* submit to completion, last run: how long the host sleeps next time */
     VkQueryPool timestamps;       /* owned when profiling: two per dispatch */
 };
 
