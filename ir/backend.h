@@ -40,6 +40,9 @@ typedef struct rlx_run_args {
     void *const *outputs;
 } rlx_run_args;
 
+/* The most runs one run_chain call makes. */
+#define RLX_RUN_CHAIN_MAX 64
+
 typedef struct rlx_backend_ops {
     /* weights: the table is borrowed for the call; a backend copies or uploads what it keeps.
      * The CPU backend keeps pointers to the weight data (no copy): the data (the rlx_model) must
@@ -52,6 +55,12 @@ typedef struct rlx_backend_ops {
      * or with another program of the same session (they share the KV cache). */
     rlx_status (*compile)(rlx_session *s, const rlx_graph *g, rlx_program **out);
     rlx_status (*run)(rlx_program *p, const rlx_run_args *args);
+    /* Greedy decoding ahead: k runs (1 <= k <= RLX_RUN_CHAIN_MAX) of a program of one I32 token in
+     * and one I32 id out, run i at n_past + i with the previous run's output as its input (the
+     * first's from args), without returning to the host in between. outs[i] receives run i's
+     * output; args->outputs[0] the last. NULL where the backend has nothing faster than k calls
+     * of run, which the caller then makes. */
+    rlx_status (*run_chain)(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs);
     void (*program_destroy)(rlx_program *p);
     void (*destroy)(rlx_backend *b);
 } rlx_backend_ops;

@@ -212,6 +212,51 @@ rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t 
     return st;
 }
 
+/* Steps of a chain from here: within the current past bucket, and only where the backend chains. */
+static int32_t chain_len(const rlx_generator *g, int32_t want) {
+    if (!g->backend->ops->run_chain || g->opts.no_kv_cache || g->opts.no_buckets) return 1;
+    int32_t room = pow2_bucket(g->n_past + 1, g->opts.n_ctx) - g->n_past;
+    int32_t k = want < room ? want : room;
+    return k < RLX_RUN_CHAIN_MAX ? k : RLX_RUN_CHAIN_MAX;
+}
+
+static rlx_status decode_chain(rlx_generator *g, int32_t token, int32_t k, int32_t *next) {
+    int32_t bucket = pow2_bucket(g->n_past + 1, g->opts.n_ctx);
+    rlx_program **slot = &g->decode[RLX_DECODE_ARGMAX][ceil_log2(bucket)];
+    if (!*slot) RLX_TRY(compile_decode(g, bucket, RLX_DECODE_ARGMAX, slot));
+    int32_t last;
+    const void *inputs[1] = {&token};
+    void *outputs[1] = {&last};
+    rlx_run_args args = {.n_past = g->n_past, .n_tokens = 1, .inputs = inputs, .outputs = outputs};
+    RLX_TRY(g->backend->ops->run_chain(*slot, &args, k, next));
+    for (int32_t i = 0; i < k; i++)
+        if (next[i] < 0 || next[i] >= g->n_vocab)
+            return rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d of chained step %d is outside the vocabulary "
+                              "[0, %d)", (int)next[i], (int)i, (int)g->n_vocab);
+    g->history[g->n_past] = token;
+    memcpy(g->history + g->n_past + 1, next, (size_t)(k - 1) * sizeof *next);
+    g->n_past += k;
+    return NULL;
+}
+
+rlx_status rlx_generator_decode_argmax_ahead(rlx_generator *g, int32_t token, int32_t k, int32_t *next) {
+    if (k < 1) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode ahead: %d steps (need >= 1)", (int)k);
+    if ((int64_t)g->n_past + k > g->opts.n_ctx)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode ahead: %d steps after %d tokens exceed the context of %d",
+                          (int)k, (int)g->n_past, (int)g->opts.n_ctx);
+    for (int32_t done = 0; done < k;) {
+        RLX_TRY(check_decode(g));
+        int32_t in = done ? next[done - 1] : token;
+        int32_t run = chain_len(g, k - done);
+        if (run > 1)
+            RLX_TRY(decode_chain(g, in, run, next + done));
+        else
+            RLX_TRY(rlx_generator_decode_argmax(g, in, next + done));
+        done += run;
+    }
+    return NULL;
+}
+
 rlx_status rlx_generator_logits(rlx_generator *g, const int32_t *ids, int32_t n, bool all_rows, float *out) {
     RLX_TRY(check_len(g, n, "logits"));
     return run_prefill(g, all_rows ? RLX_PREFILL_NAIVE_ALL : RLX_PREFILL_NAIVE_LAST, ids, n, out);

@@ -52,6 +52,12 @@ rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits);
  * largest): greedy decoding without reading the logits back. */
 rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t *next);
 
+/* Greedy decoding ahead: k steps (1 <= k, n_past + k <= n_ctx), the first appending token, each
+ * later one the previous step's argmax; next[i] receives step i's argmax. Where the backend chains
+ * runs on the device (run_chain), the steps within one past bucket cost one round trip to the
+ * host instead of one each. On error the state holds the steps finished before it. */
+rlx_status rlx_generator_decode_argmax_ahead(rlx_generator *g, int32_t token, int32_t k, int32_t *next);
+
 /* Stateless: logits of ids[0..n) from a no-cache prefill graph, which touches neither the KV cache
  * nor the generation state. all_rows: n * n_vocab floats, row-major; else the last row's n_vocab. */
 rlx_status rlx_generator_logits(rlx_generator *g, const int32_t *ids, int32_t n, bool all_rows, float *out);

@@ -22,6 +22,7 @@ struct rlx_runner {
     rlx_generator *gen;           /* owned; borrows model and backend, so it is destroyed first */
     const rlx_family_ops *family; /* borrowed: a static table */
     float *logits;                /* owned: n_vocab floats, the generate loop's buffer */
+    int32_t decode_ahead;         /* greedy steps decoded before their tokens are reported, at most */
 };
 
 static int32_t n_vocab(const rlx_runner *r) {
@@ -53,8 +54,12 @@ rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_ru
     if (o.n_ctx < 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "context length %d: expected 0 (the model's) or more",
                           (int)o.n_ctx);
+    if (o.decode_ahead < 0 || o.decode_ahead > RLX_RUN_CHAIN_MAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode_ahead %d: expected 0 (the default, %d) to %d",
+                          (int)o.decode_ahead, RLX_DECODE_AHEAD_DEFAULT, RLX_RUN_CHAIN_MAX);
     rlx_runner *r = calloc(1, sizeof *r);
     if (!r) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "runner");
+    r->decode_ahead = o.decode_ahead ? o.decode_ahead : RLX_DECODE_AHEAD_DEFAULT;
     rlx_status st = open_parts(r, path, &o);
     if (st) {
         rlx_runner_close(r);
@@ -148,26 +153,44 @@ static bool plain_greedy(const rlx_sample_opts *so) {
     return so->temperature <= 0.0f && (so->repeat_penalty == 0.0f || so->repeat_penalty == 1.0f);
 }
 
+/* The next chain's length: doubling from 1 up to decode_ahead, so that a short generation or an early
+ * stop decodes little it will not report; never past the last token to report. */
+static int32_t ahead_len(const rlx_runner *r, const gen_call *c, int32_t reported, int32_t *chunk) {
+    int32_t k = *chunk < c->n_new - reported ? *chunk : c->n_new - reported;
+    *chunk = 2 * *chunk < r->decode_ahead ? 2 * *chunk : r->decode_ahead;
+    return k;
+}
+
 /* sample -> report -> stop? -> decode, until n_new tokens, EOS or the callback says stop. The last
- * token is never decoded: nothing would read its logits. */
+ * token is never decoded: nothing would read its logits. Plain greedy decodes ahead on the device
+ * (its argmax feeds the next step) and reports the tokens after each chain; a stop then forgets the
+ * steps decoded past the token reported last. */
 static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c) {
-    int32_t eos = rlx_runner_eos_id(r), next = -1;
+    int32_t eos = rlx_runner_eos_id(r), chunk = 1;
+    int32_t ahead[RLX_RUN_CHAIN_MAX], n_ahead = 0, used = 0;
+    /* the sampler sees prompt + generated: exactly the tokens the state holds */
+    int32_t tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
     for (int32_t i = 0;;) {
-        /* the sampler sees prompt + generated: exactly the tokens the state holds; the first token
-         * comes from the prompt's logits, later ones from the device when it takes the argmax */
-        int32_t tok = next >= 0 ? next
-                                : rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen),
-                                                     rlx_generator_n_past(r->gen));
         RLX_TRY(check_token(r, tok, "sampler result", i));
         if (c->out_ids) c->out_ids[i] = tok;
         i++;
         if (c->n_out) *c->n_out = i;
         bool go_on = c->on_token ? c->on_token(tok, c->user) : true;
-        if (!go_on || i == c->n_new || (c->stop_at_eos && tok == eos)) return NULL;
-        if (c->device_argmax)
-            RLX_TRY(rlx_generator_decode_argmax(r->gen, tok, &next));
-        else
+        if (!go_on || i == c->n_new || (c->stop_at_eos && tok == eos)) {
+            rlx_generator_truncate(r->gen, rlx_generator_n_past(r->gen) - (n_ahead - used));
+            return NULL;
+        }
+        if (used < n_ahead) {
+            tok = ahead[used++];
+        } else if (c->device_argmax) {
+            n_ahead = ahead_len(r, c, i, &chunk);
+            RLX_TRY(rlx_generator_decode_argmax_ahead(r->gen, tok, n_ahead, ahead));
+            used = 0;
+            tok = ahead[used++];
+        } else {
             RLX_TRY(rlx_generator_decode(r->gen, tok, r->logits));
+            tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
+        }
     }
 }
 

@@ -182,6 +182,9 @@ static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out)
     return vk_program_compile(s, g, out);
 }
 static rlx_status run(rlx_program *p, const rlx_run_args *a) { return vk_program_run(p, a); }
+static rlx_status run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
+    return vk_program_run_chain(p, first, k, outs);
+}
 static void program_destroy(rlx_program *p) { vk_program_destroy(p); }
 
 static void backend_destroy(rlx_backend *base) {
@@ -200,6 +203,7 @@ static const rlx_backend_ops vk_ops = {
     .session_destroy = session_destroy,
     .compile = compile,
     .run = run,
+    .run_chain = run_chain,
     .program_destroy = program_destroy,
     .destroy = backend_destroy,
 };

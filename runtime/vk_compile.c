@@ -26,6 +26,8 @@
 
 #define SCALARS_BYTES 16
 #define STATUS_BYTES 16
+/* the ids a chain gathers, one word per step */
+#define RING_BYTES (RLX_RUN_CHAIN_MAX * 4)
 
 static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
@@ -391,6 +393,14 @@ static rlx_status plan_arena(rlx_program *p) {
     return s;
 }
 
+/* One I32 token in and one I32 id out (a greedy decode step): the output can feed the next run's
+ * input on the device (vk_program_run_chain). */
+static bool chainable(const rlx_program *p) {
+    if (p->static_rows != 1 || p->n_inputs != 1 || p->n_outputs != 1) return false;
+    const vk_node *in = &p->nodes[p->inputs[0]], *out = &p->nodes[p->outputs[0]];
+    return in->info.dtype == RLX_DTYPE_I32 && in->numel == 1 && out->info.dtype == RLX_DTYPE_I32 && out->numel == 1;
+}
+
 static void plan_io(rlx_program *p) {
     VkDeviceSize a = storage_align(p);
     p->status_offset = align_up(SCALARS_BYTES, a);
@@ -401,11 +411,19 @@ static void plan_io(rlx_program *p) {
         n->input_offset = at;
         at += align_up(n->bytes, 16);
     }
+    if (chainable(p)) {
+        p->ring_offset = align_up(at, a);
+        at = p->ring_offset + RING_BYTES;
+    }
     p->in_size = at;
     at = STATUS_BYTES;
     for (int32_t o = 0; o < p->n_outputs; o++) {
         p->output_offset[o] = at;
         at += align_up(p->nodes[p->outputs[o]].bytes, 16);
+    }
+    if (p->ring_offset) {
+        p->rb_ring_offset = at;
+        at += RING_BYTES;
     }
     p->rb_size = at;
 }
@@ -442,13 +460,26 @@ static rlx_status emit_init(rlx_program *p) {
     return NULL;
 }
 
+/* The step between chained runs (shaders/chain_step.comp). */
+static rlx_status emit_step(rlx_program *p) {
+    if (!p->ring_offset) return NULL;
+    const vk_node *in = &p->nodes[p->inputs[0]];
+    uint32_t spec[1] = {1};
+    uint32_t push[3] = {(uint32_t)(in->input_offset / 4), (uint32_t)(p->ring_offset / 4), RLX_RUN_CHAIN_MAX};
+    vk_range bind[2] = {vk_node_range(p, p->outputs[0]), {p->in_dev.buffer, p->in_dev.offset, p->in_size}};
+    return vk_emit(p, &p->step, p->outputs[0], RLX_VK_KERNEL_chain_step, spec, bind, 2, 1u, 2u, push, sizeof push, 1);
+}
+
 /* ---- descriptors and recording ---- */
 
 static rlx_status make_descriptors(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
-    size_t n_sets = 1 + p->init.n + p->run.n, n_buffers = RLX_VK_COMMON_BINDINGS;
-    for (size_t i = 0; i < p->init.n; i++) n_buffers += p->init.items[i].n_bind;
-    for (size_t i = 0; i < p->run.n; i++) n_buffers += p->run.items[i].n_bind;
+    vk_dispatch_list *lists[3] = {&p->init, &p->run, &p->step};
+    size_t n_sets = 1, n_buffers = RLX_VK_COMMON_BINDINGS;
+    for (int l = 0; l < 3; l++) {
+        n_sets += lists[l]->n;
+        for (size_t i = 0; i < lists[l]->n; i++) n_buffers += lists[l]->items[i].n_bind;
+    }
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)n_buffers};
     VkDescriptorPoolCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -477,8 +508,7 @@ static rlx_status make_descriptors(rlx_program *p) {
         .pBufferInfo = cb,
     };
     d->vk.vkUpdateDescriptorSets(d->dev, 1, &w, 0, NULL);
-    vk_dispatch_list *lists[2] = {&p->init, &p->run};
-    for (int l = 0; l < 2; l++) {
+    for (int l = 0; l < 3; l++) {
         for (size_t i = 0; i < lists[l]->n; i++) {
             vk_dispatch *dp = &lists[l]->items[i];
             VkDescriptorSetLayout layout = rlx_vk_kernel_set_layout(p->b->pipes, dp->pipe->kernel);
@@ -590,12 +620,15 @@ static rlx_status begin_cb(rlx_program *p, VkCommandBuffer *cb, VkCommandBufferU
     RLX_VK_TRY(d->vk.vkAllocateCommandBuffers(d->dev, &ai, cb), "allocating a command buffer");
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = flags};
     RLX_VK_TRY(d->vk.vkBeginCommandBuffer(*cb, &bi), "beginning a command buffer");
-    /* Everything earlier on the queue (uploads, other programs' KV writes) before anything here. */
-    barrier(d, *cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+    return NULL;
+}
+
+/* Everything earlier on the queue (uploads, other programs' KV writes) before anything after. */
+static void after_earlier_work(rlx_vk_device *d, VkCommandBuffer cb) {
+    barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                 VK_ACCESS_TRANSFER_WRITE_BIT);
-    return NULL;
 }
 
 static rlx_status run_init(rlx_program *p) {
@@ -603,11 +636,63 @@ static rlx_status run_init(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
     VkCommandBuffer cb;
     RLX_TRY(begin_cb(p, &cb, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+    after_earlier_work(d, cb);
     rlx_status s = record_dispatches(p, cb, &p->init, false);
     if (!s) s = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending the init command buffer");
     if (!s) s = rlx_vk_submit_wait(d, cb, p->fence, "decoding weights used as f32 operands");
     d->vk.vkFreeCommandBuffers(d->dev, p->cmd_pool, 1, &cb);
     return s;
+}
+
+static void record_input_copy(rlx_program *p, VkCommandBuffer cb) {
+    rlx_vk_device *d = p->b->dev;
+    after_earlier_work(d, cb);
+    VkBufferCopy in = {p->in_host.offset, p->in_dev.offset, p->in_size};
+    d->vk.vkCmdCopyBuffer(cb, p->in_host.buffer, p->in_dev.buffer, 1, &in);
+    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
+    rlx_vk_device *d = p->b->dev;
+    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT);
+    VkBufferCopy st = {p->in_dev.offset + p->status_offset, p->rb.offset, STATUS_BYTES};
+    d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &st);
+    for (int32_t o = 0; o < p->n_outputs; o++) {
+        vk_range r = vk_node_range(p, p->outputs[o]);
+        VkBufferCopy c = {r.offset, p->rb.offset + p->output_offset[o], p->nodes[p->outputs[o]].bytes};
+        d->vk.vkCmdCopyBuffer(cb, r.buffer, p->rb.buffer, 1, &c);
+    }
+    if (p->ring_offset) {
+        VkBufferCopy c = {p->in_dev.offset + p->ring_offset, p->rb.offset + p->rb_ring_offset, RING_BYTES};
+        d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &c);
+    }
+    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+}
+
+/* A chain's parts: the input copy, one run with the step after it (submitted k times in one batch,
+ * so recorded for simultaneous use), the output copy. */
+static rlx_status record_chain(rlx_program *p) {
+    rlx_vk_device *d = p->b->dev;
+    RLX_TRY(begin_cb(p, &p->cb_in, 0));
+    record_input_copy(p, p->cb_in);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_in), "ending the input copy's command buffer");
+    RLX_TRY(begin_cb(p, &p->cb_step, VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT));
+    VkCommandBuffer cb = p->cb_step;
+    VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    RLX_TRY(record_dispatches(p, cb, &p->run, false));
+    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+    RLX_TRY(record_dispatches(p, cb, &p->step, false));
+    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(cb), "ending the chain step's command buffer");
+    RLX_TRY(begin_cb(p, &p->cb_out, 0));
+    record_output_copy(p, p->cb_out);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_out), "ending the output copy's command buffer");
+    return NULL;
 }
 
 static rlx_status record_run(rlx_program *p) {
@@ -622,25 +707,11 @@ static rlx_status record_run(rlx_program *p) {
         RLX_VK_TRY(d->vk.vkCreateQueryPool(d->dev, &qi, NULL, &p->timestamps), "creating a timestamp pool");
     }
     RLX_TRY(begin_cb(p, &p->cb, 0));
-    VkCommandBuffer cb = p->cb;
-    VkBufferCopy in = {p->in_host.offset, p->in_dev.offset, p->in_size};
-    d->vk.vkCmdCopyBuffer(cb, p->in_host.buffer, p->in_dev.buffer, 1, &in);
-    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    RLX_TRY(record_dispatches(p, cb, &p->run, profile));
-    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_TRANSFER_READ_BIT);
-    VkBufferCopy st = {p->in_dev.offset + p->status_offset, p->rb.offset, STATUS_BYTES};
-    d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &st);
-    for (int32_t o = 0; o < p->n_outputs; o++) {
-        vk_range r = vk_node_range(p, p->outputs[o]);
-        VkBufferCopy c = {r.offset, p->rb.offset + p->output_offset[o], p->nodes[p->outputs[o]].bytes};
-        d->vk.vkCmdCopyBuffer(cb, r.buffer, p->rb.buffer, 1, &c);
-    }
-    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_HOST_READ_BIT);
-    RLX_VK_TRY(d->vk.vkEndCommandBuffer(cb), "ending the program's command buffer");
-    return NULL;
+    record_input_copy(p, p->cb);
+    RLX_TRY(record_dispatches(p, p->cb, &p->run, profile));
+    record_output_copy(p, p->cb);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb), "ending the program's command buffer");
+    return p->step.n ? record_chain(p) : NULL;
 }
 
 static rlx_status make_sync(rlx_program *p) {
@@ -698,6 +769,7 @@ static rlx_status build(rlx_program *p, const rlx_graph *g) {
     RLX_TRY(emit_init(p));
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (p->nodes[i].live) RLX_TRY(vk_lower_node(p, i));
+    RLX_TRY(emit_step(p));
     RLX_TRY(make_descriptors(p));
     RLX_TRY(make_sync(p));
     RLX_TRY(run_init(p));
@@ -746,6 +818,7 @@ void vk_program_destroy(rlx_program *p) {
     free(p->consts_host);
     free(p->init.items);
     free(p->run.items);
+    free(p->step.items);
     free(p);
 }
 
@@ -850,9 +923,7 @@ static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
     return rlx_errorf(RLX_ERR_DEVICE, "run: a kernel reported error %u at node %u (value %u)", st[0], st[1], st[2]);
 }
 
-rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
-    if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
-    RLX_TRY(check_run_args(p, a));
+static void load_inputs(rlx_program *p, const rlx_run_args *a) {
     uint8_t *in = p->in_host.mapped;
     uint32_t scalars[4] = {(uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, 0};
     memcpy(in, scalars, sizeof scalars);
@@ -861,16 +932,54 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
         const vk_node *n = &p->nodes[p->inputs[k]];
         memcpy(in + n->input_offset, a->inputs[k], n->bytes);
     }
-    double t0 = p->b->debug ? ms_now() : 0.0;
-    rlx_vk_wait wait = {.expect_ms = p->last_run_ms, .took_ms = &p->last_run_ms};
-    RLX_TRY(rlx_vk_submit_batch(p->b->dev, &p->cb, 1, p->fence, wait, "running a program"));
-    if (p->b->debug) fprintf(stderr, "rlx vulkan run: %zu dispatches in %.2f ms\n", p->run.n, ms_now() - t0);
-    if (p->timestamps) print_profile(p);
+}
+
+/* Submits cbs, then turns the status words into an error or copies the outputs out. runs: how
+ * many runs the batch holds, for the next wait's expectation (the profile is of single runs). */
+static rlx_status submit_and_read(rlx_program *p, const VkCommandBuffer *cbs, uint32_t n_cbs, int32_t runs,
+                                  const rlx_run_args *a) {
+    double took = 0.0, t0 = p->b->debug ? ms_now() : 0.0;
+    rlx_vk_wait wait = {.expect_ms = p->last_run_ms * runs, .took_ms = &took};
+    RLX_TRY(rlx_vk_submit_batch(p->b->dev, cbs, n_cbs, p->fence, wait, "running a program"));
+    p->last_run_ms = took / runs;
+    if (p->b->debug)
+        fprintf(stderr, "rlx vulkan run: %d x %zu dispatches in %.2f ms\n", runs, p->run.n, ms_now() - t0);
+    if (p->timestamps && runs == 1) print_profile(p);
     const uint8_t *rb = p->rb.mapped;
     uint32_t st[4];
     memcpy(st, rb, sizeof st);
     if (st[0] != 0) return status_error(p, st);
     for (int32_t o = 0; o < p->n_outputs; o++)
         memcpy(a->outputs[o], rb + p->output_offset[o], p->nodes[p->outputs[o]].bytes);
+    return NULL;
+}
+
+rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
+    if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
+    RLX_TRY(check_run_args(p, a));
+    load_inputs(p, a);
+    return submit_and_read(p, &p->cb, 1, 1, a);
+}
+
+rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
+    if (!p || !outs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: program and outs are required");
+    if (!p->cb_step)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: the program does not map one I32 token to one I32 id");
+    if (k < 1 || k > RLX_RUN_CHAIN_MAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: %d runs is outside [1, %d]", k, RLX_RUN_CHAIN_MAX);
+    RLX_TRY(check_run_args(p, first));
+    if ((int64_t)first->n_past + k - 1 > INT32_MAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: n_past %d + %d runs overflows", first->n_past, k);
+    rlx_run_args last = *first;
+    last.n_past += k - 1;
+    RLX_TRY(check_run_args(p, &last));
+    load_inputs(p, first);
+    VkCommandBuffer cbs[RLX_RUN_CHAIN_MAX + 2];
+    uint32_t n = 0;
+    cbs[n++] = p->cb_in;
+    for (int32_t i = 0; i < k; i++) cbs[n++] = p->cb_step;
+    cbs[n++] = p->cb_out;
+    RLX_TRY(submit_and_read(p, cbs, n, k, first));
+    memcpy(outs, (const uint8_t *)p->rb.mapped + p->rb_ring_offset, (size_t)k * sizeof *outs);
     return NULL;
 }

@@ -176,8 +176,14 @@ struct rlx_program {
 
     VkDescriptorPool pool;        /* owned */
     VkDescriptorSet common;       /* set 0, from pool */
-    VkCommandPool cmd_pool;       /* owned: this program's command buffer */
-    VkCommandBuffer cb;
+    VkCommandPool cmd_pool;       /* owned: this program's command buffers */
+    VkCommandBuffer cb;           /* one run: the input copy, the dispatches, the output copy */
+    /* A chain (vk_program_run_chain): cb_in, then cb_step k times (the dispatches, then the step),
+     * then cb_out; all VK_NULL_HANDLE where step is empty. */
+    vk_dispatch_list step;        /* CHAIN_STEP where the program can decode ahead, else empty */
+    VkCommandBuffer cb_in, cb_step, cb_out;
+    VkDeviceSize ring_offset;     /* where the chain's outputs gather, in the input region ... */
+    VkDeviceSize rb_ring_offset;  /* ... and in the readback */
     VkFence fence;                /* owned */
     double last_run_ms;           /* submit to completion, last run: how long the host sleeps next time */
     VkQueryPool timestamps;       /* owned when profiling: two per dispatch */
@@ -219,5 +225,6 @@ bool vk_weight_type_supported(uint32_t type);
 rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **out);
 void vk_program_destroy(rlx_program *p);
 rlx_status vk_program_run(rlx_program *p, const rlx_run_args *args);
+rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs);
 
 #endif

@@ -46,6 +46,8 @@ expect 2 "needs a value" -- "${G[@]}" --tokens 1,2 -n
 expect 2 "--temp" -- "${G[@]}" --tokens 1,2 -n 4 --temp abc
 expect 2 "--top-p" -- "${G[@]}" --tokens 1,2 -n 4 --top-p 2
 expect 2 "--seed" -- "${G[@]}" --tokens 1,2 -n 4 --seed -1
+expect 2 "--decode-ahead" -- "${G[@]}" --tokens 1,2 -n 4 --decode-ahead 0
+expect 2 "--decode-ahead" -- "${G[@]}" --tokens 1,2 -n 4 --decode-ahead 65
 expect 2 "unknown option '--frobnicate'" -- "${G[@]}" --tokens 1,2 -n 4 --frobnicate
 expect 2 "missing -o" -- logits -m "$MODEL" --tokens 1,2
 expect 2 "unknown option" -- logits -m "$MODEL" --tokens 1,2 -o "$TMP/x.f32" --bogus

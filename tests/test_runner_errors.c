@@ -210,6 +210,15 @@ int main(int argc, char **argv) {
         rlx_runner_close(r);
     }
     check_context_errors(path);
+    /* include/rlx/runner.h: decode_ahead is 0 (the default) to 64 */
+    const int32_t bad_ahead[] = {-1, 65};
+    for (int i = 0; i < 2; i++) {
+        rlx_runner_opts a = o;
+        a.decode_ahead = bad_ahead[i];
+        r = NULL;
+        T_ERR(rlx_runner_open(path, &a, &r), RLX_ERR_INVALID_ARGUMENT, "decode_ahead");
+        T_CHECK(r == NULL, "decode_ahead %d: open failed but returned a runner", (int)bad_ahead[i]);
+    }
     open_fails("missing file", "/nonexistent/rlx/model.gguf", RLX_ERR_NOT_FOUND);
     check_bad_files(path, arch);
     return t_summary("test_runner_errors");

@@ -169,6 +169,17 @@ rlx_status rlx_cli_model_option(int argc, char **argv, int *i, rlx_cli_model_arg
     return NULL;
 }
 
+rlx_status rlx_cli_decode_ahead_option(int argc, char **argv, int *i, rlx_runner_opts *o, bool *matched) {
+    *matched = rlx_cli_is(argv[*i], "--decode-ahead", true);
+    if (!*matched) return NULL;
+    const char *v = NULL;
+    int64_t n = 0;
+    RLX_TRY(rlx_cli_take_value(argc, argv, i, "--decode-ahead", &v));
+    RLX_TRY(rlx_cli_parse_i64("--decode-ahead", v, 1, 64, &n));
+    o->decode_ahead = (int32_t)n;
+    return NULL;
+}
+
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a) {
     if (!a->model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (a GGUF file or HF model directory)");
     if (!a->ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing --tokens IDS (comma-separated token ids)");

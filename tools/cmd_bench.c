@@ -54,6 +54,8 @@ static void usage(FILE *f) {
             "  --device NAME          the Vulkan device, by index or name substring (default:\n"
             "                         $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"
             "  -t, --threads N        CPU threads (default 0: every online core)\n"
+            "  --decode-ahead N       tg: greedy steps decoded on the device per round trip to the\n"
+            "                         host, 1..64 (default 8; 1: a round trip per token, as llama-bench)\n"
             "  --ctx N                context length (default: the model's, at most 4096, raised to\n"
             "                         fit the largest test: P, or 1 + N + 1); a smaller N is an error\n"
             "  -o, --output FORMAT    md (default): a llama-bench-like table, then the floor lines and\n"
@@ -146,6 +148,7 @@ static rlx_status parse(int argc, char **argv, bench_args *a) {
         bool matched = false;
         /* the model options but --tokens: bench makes its own ids */
         if (!rlx_cli_is(argv[i], "--tokens", true)) RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
+        if (!matched) RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
         if (!matched) RLX_TRY(parse_option(argc, argv, &i, a));
     }
     if (a->help) return NULL;

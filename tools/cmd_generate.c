@@ -28,7 +28,7 @@ static void usage(FILE *f) {
             "generator paths (for validation; the default is the fast one):\n"
             "  --no-cache           no KV cache: recompute the whole sequence every step (the reference)\n"
             "  --no-buckets         decode graphs of the exact past length, not the power-of-two ladder\n"
-            "  --no-prefill-cache   rebuild the prefill graph on every call\n"
+            "  --no-prefill-cache   rebuild the prefill graph on every call\n" RLX_CLI_DECODE_AHEAD_HELP
             "  -h, --help           this text\n"
             "\n"
             "exit status: 0 on success, 1 when the model or the run fails, 2 on bad arguments.\n");
@@ -55,6 +55,8 @@ static rlx_status parse(int argc, char **argv, generate_args *a) {
         bool matched;
         RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
         if (matched || flag(a, argv[i])) continue;
+        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
+        if (matched) continue;
         RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
         if (matched) continue;
         if (rlx_cli_is(argv[i], "-n", true) || rlx_cli_is(argv[i], "--n-predict", true)) {

@@ -25,7 +25,14 @@ typedef struct rlx_runner_opts {
     bool no_kv_cache;       /* naive path: recompute the whole sequence each step */
     bool no_buckets;        /* cached path with decode graphs of the exact past length */
     bool no_prefill_cache;  /* rebuild and recompile the prefill graph every call */
+    /* Plain greedy generation (temperature <= 0, no repeat penalty) decodes up to this many steps
+     * on the device, each taking the previous one's argmax, before it reports their tokens: one
+     * round trip to the host per chain instead of per token, so tokens reach on_token in bursts.
+     * 0: RLX_DECODE_AHEAD_DEFAULT; 1: one step at a time; at most 64. */
+    int32_t decode_ahead;
 } rlx_runner_opts;
+
+#define RLX_DECODE_AHEAD_DEFAULT 8
 
 /* Zero-initialised opts are the defaults. */
 static inline rlx_runner_opts rlx_runner_opts_default(void) {
@@ -49,7 +56,8 @@ static inline rlx_sample_opts rlx_sample_opts_greedy(void) {
     return o;
 }
 
-/* Called once per generated token, after it is appended; return false to stop after it. */
+/* Called once per generated token, after it is appended; return false to stop after it (steps
+ * decoded ahead past it are forgotten: the state is as if generation had stopped there). */
 typedef bool (*rlx_token_callback)(int32_t token, void *user);
 
 rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_runner **out);
