@@ -63,8 +63,9 @@ typedef struct rlx_cli_model_args {
 rlx_status rlx_cli_model_option(int argc, char **argv, int *i, rlx_cli_model_args *a, bool *matched);
 /* --decode-ahead N (1..64), the runner's decode_ahead; *matched tells whether argv[*i] was it. */
 #define RLX_CLI_DECODE_AHEAD_HELP                                                                  \
-    "  --decode-ahead N     greedy steps decoded on the device before their ids are reported,\n"  \
-    "                       1..64 (default 8; 1: each id as soon as it is decoded)\n"
+    "  --decode-ahead N     under greedy sampling (--temp 0), steps decoded on the device before\n" \
+    "                       their tokens are reported, 1..64 (default 8; 1: each token as soon as\n" \
+    "                       it is decoded)\n"
 rlx_status rlx_cli_decode_ahead_option(int argc, char **argv, int *i, rlx_runner_opts *o, bool *matched);
 /* Errors when -m or --tokens is missing. */
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a);

@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "  --backend NAME         cpu (default when no GPU backend is available)\n"
             "  -t, --threads N        CPU threads (default: every online core)\n"
             "  --ctx N                context length (default: min(the model's, 4096))\n"
+            "  --decode-ahead N       under greedy sampling (--temp 0), steps decoded on the device\n"
+            "                         before their tokens are shown, 1..64 (default 8)\n"
             "\n" RLX_CLI_SAMPLING_HELP
             "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
             "  -h, --help             this text\n"
@@ -63,6 +65,8 @@ static rlx_status parse(int argc, char **argv, chat_args *a) {
             if (a->m.ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--tokens has no meaning in a chat");
             continue;
         }
+        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
+        if (matched) continue;
         RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
         if (matched) {
             a->seed_given |= rlx_cli_is(arg, "--seed", true);

@@ -32,7 +32,7 @@ static void usage(FILE *f) {
             "  --no-bos             do not add the vocabulary's BOS token\n"
             "  --backend NAME       cpu (default when no GPU backend is available)\n"
             "  -t, --threads N      CPU threads (default: every online core)\n"
-            "  --ctx N              context length (default: min(the model's, 4096))\n"
+            "  --ctx N              context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
             "\n" RLX_CLI_SAMPLING_HELP
             "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
             "  -h, --help           this text\n"
@@ -56,6 +56,8 @@ static rlx_status parse(int argc, char **argv, run_args *a) {
         const char *v;
         int64_t n;
         RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
+        if (matched) continue;
+        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
         if (matched) continue;
         const char *arg = argv[i];
         RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
