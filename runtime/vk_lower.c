@@ -506,6 +506,14 @@ static uint32_t matvec_wg(uint32_t type, uint64_t t) {
  * down rows on 384 threads 246.1, 246.1 -> 245.1, 245.0, pp8 450.8, 451.0 -> 442.1, 445.3. Rows of
  * 4,096 and less (one trip of 256) do not change. */
 #define MATVEC_GPU_PLAIN_WG_FACTOR 2
+/* Plain-type decode rows this long or longer (not gate/up) take one unit per thread and trip (UNR
+ * 1, from 2): more threads with fewer loads each. H100, Qwen3-8B F16 tg128, its down projection
+ * (rows of 12,288), one run, twice: 2 units x 2 trips of 384 threads 166.17, 165.98 -> 1 unit x 3
+ * trips of 512 threads 166.54, 166.58; 4 units x 1 trip of 384: 165.98, 166.03. Shorter rows lose
+ * with 1 unit (q/k/v and o at 4,096: 163.29, 163.59; 0.6B F16 907.1 -> 894.3) and with 4 (165.29,
+ * 165.35; 875.7), so do gate/up (1: 163.83, 164.11; 4: 164.24, 164.20) and the output
+ * projection (4: 165.86, 165.72). */
+#define MATVEC_GPU_ONE_UNIT_K 8192
 
 /* F32, F16, BF16: a weight stored as plain floats (matvec.comp mv_plain). */
 static bool plain_type(uint32_t type) {
@@ -529,14 +537,18 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
  * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
  * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
  * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
- * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults: knobs for measuring, as the best
- * values differ between devices. */
+ * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults, _UNR (plain types) and _TRIPS the
+ * defaults on any device: knobs for measuring, as the best values differ between devices. */
 bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
                          uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
+    if (plain_type(type)) {
+        bool one = !c->is_cpu && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
+        unroll = env_pow2("RLX_VK_MATVEC_UNR", 1, 8, one ? 1 : unroll);
+    }
     bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
     uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, kquant && !c->is_cpu ? MATVEC_GPU_KQUANT_TRIPS : 1);
     uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
@@ -559,7 +571,7 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
     *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
-                          norm, gate},
+                          norm, gate, 0, plain_type(type) ? unroll : 2},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
 }

@@ -53,6 +53,7 @@ layout(constant_id = 5) const uint T = 64; // threads per group
 layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw); 2: SCALED; see above
 layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
+layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -107,7 +108,8 @@ const uint RO = GATE != 0u ? R / 2u : R; // output rows per group
 const uint G = WG / T;
 // Units per thread and trip: two give each thread 2R independent loads of 16 bytes (or 8R words);
 // a Q4_K unit issues two 16-byte loads per row (quants and the block header), a Q6_K unit 10 words.
-const uint UNR = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K ? 1u : 2u;
+// Plain types take the host's choice (runtime/vk_lower.c: one for long decode rows).
+const uint UNR = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K ? 1u : W_TYPE == T_Q8_0 ? 2u : UNR_PLAIN;
 
 const uint RS = RN + (NORM == 1u ? NX : 0u); // sums per subgroup in red: the dot products, then NORM's sums of squares
 shared float red[(WG / 4u) * RS]; // [subgroup][sum]

@@ -310,6 +310,13 @@ static void test_MATMUL(void) {
     matvec_case(RLX_DTYPE_F16, 1200, 37, 7, 7);
     matvec_case(RLX_DTYPE_Q4_K, 768, 19, 12, 11);
     unsetenv("RLX_VK_MATVEC_NX");
+    /* a GPU's plan for long plain-type decode rows: one unit per thread and trip (vk_lower.c
+     * MATVEC_GPU_ONE_UNIT_K), here forced on every device */
+    setenv("RLX_VK_MATVEC_UNR", "1", 1);
+    matvec_case(RLX_DTYPE_F16, 1200, 37, 1, 1);
+    matvec_case(RLX_DTYPE_BF16, 296, 130, 2, 2);
+    matvec_case(RLX_DTYPE_F32, 600, 19, 1, 1);
+    unsetenv("RLX_VK_MATVEC_UNR");
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
     vkt_graph t;
     vkt_graph_init(&t);
