@@ -58,8 +58,9 @@ typedef struct rlx_backend_ops {
     /* Greedy decoding ahead: k runs (1 <= k <= RLX_RUN_CHAIN_MAX) of a program of one I32 token in
      * and one I32 id out, run i at n_past + i with the previous run's output as its input (the
      * first's from args), without returning to the host in between. outs[i] receives run i's
-     * output; args->outputs[0] the last. NULL where the backend has nothing faster than k calls
-     * of run, which the caller then makes. */
+     * output; args->outputs[0] the last. RLX_ERR_UNSUPPORTED for a program of other inputs or
+     * outputs; NULL where the backend has nothing faster than k calls of run, which the caller
+     * then makes. */
     rlx_status (*run_chain)(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs);
     void (*program_destroy)(rlx_program *p);
     void (*destroy)(rlx_backend *b);

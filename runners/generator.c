@@ -29,6 +29,7 @@ struct rlx_generator {
     float *rows_out;  /* owned: rows_cap * n_vocab floats for [rows, V] outputs */
     int32_t rows_cap;
     int64_t n_compiles;
+    bool no_chain;    /* the backend refused to chain this model's decode program: step by step */
 };
 
 /* The smallest power of two >= n, capped at n_ctx (n <= n_ctx) */
@@ -214,7 +215,7 @@ rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t 
 
 /* Steps of a chain from here: within the current past bucket, and only where the backend chains. */
 static int32_t chain_len(const rlx_generator *g, int32_t want) {
-    if (!g->backend->ops->run_chain || g->opts.no_kv_cache || g->opts.no_buckets) return 1;
+    if (!g->backend->ops->run_chain || g->no_chain || g->opts.no_kv_cache || g->opts.no_buckets) return 1;
     int32_t room = pow2_bucket(g->n_past + 1, g->opts.n_ctx) - g->n_past;
     int32_t k = want < room ? want : room;
     return k < RLX_RUN_CHAIN_MAX ? k : RLX_RUN_CHAIN_MAX;
@@ -248,10 +249,16 @@ rlx_status rlx_generator_decode_argmax_ahead(rlx_generator *g, int32_t token, in
         RLX_TRY(check_decode(g));
         int32_t in = done ? next[done - 1] : token;
         int32_t run = chain_len(g, k - done);
-        if (run > 1)
-            RLX_TRY(decode_chain(g, in, run, next + done));
-        else
-            RLX_TRY(rlx_generator_decode_argmax(g, in, next + done));
+        rlx_status st = run > 1 ? decode_chain(g, in, run, next + done) : NULL;
+        /* a decode graph that is not one token in, one id out: the steps one at a time from now on */
+        if (rlx_status_code(st) == RLX_ERR_UNSUPPORTED) {
+            rlx_status_free(st);
+            st = NULL;
+            g->no_chain = true;
+            run = 1;
+        }
+        RLX_TRY(st);
+        if (run == 1) RLX_TRY(rlx_generator_decode_argmax(g, in, next + done));
         done += run;
     }
     return NULL;

@@ -964,7 +964,7 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
 rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
     if (!p || !outs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: program and outs are required");
     if (!p->cb_step)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: the program does not map one I32 token to one I32 id");
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "run_chain: the program does not map one I32 token to one I32 id");
     if (k < 1 || k > RLX_RUN_CHAIN_MAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: %d runs is outside [1, %d]", k, RLX_RUN_CHAIN_MAX);
     RLX_TRY(check_run_args(p, first));
