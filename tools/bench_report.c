@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <string.h>
 
 void rlx_bench_test_stats(rlx_bench_test *t) {
     double sum = 0.0;
@@ -29,6 +30,9 @@ static void print_floor(const rlx_bench_result *r, const rlx_bench_test *t, FILE
             fl->bytes_per_token, total, weights, kv, fl->mean_context);
     fprintf(f, "%s: bandwidth %.2f GB/s, floor %.2f t/s, measured %.2f t/s = %.1f%% of the floor\n", t->name,
             r->bandwidth.bytes_per_s / 1e9, fl->floor_tps, t->mean, 100.0 * fl->ratio);
+    if (r->backend && strcmp(r->backend, "vulkan") == 0) /* the backend that chains decode steps */
+        fprintf(f, "%s: up to %d greedy steps per round trip to the host (--decode-ahead)\n", t->name,
+                (int)r->decode_ahead);
 }
 
 void rlx_bench_print_md(const rlx_bench_result *r, FILE *f) {
@@ -102,6 +106,7 @@ rlx_status rlx_bench_print_json(const rlx_bench_result *r, FILE *f) {
                           m->file_type, "size_bytes", (json_int_t)m->size_bytes, "n_params", (json_int_t)m->n_params,
                           "weight_bytes_per_token", (json_int_t)m->weight_bytes_per_token, "backend", r->backend,
                           "device", device, "n_ctx", (int)r->n_ctx, "bandwidth", bandwidth_json(r), "tests", tests);
+    if (j) json_object_set_new(j, "decode_ahead", json_integer(r->decode_ahead));
     if (!j) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: building the JSON report");
     json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', f);

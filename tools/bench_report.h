@@ -40,6 +40,7 @@ typedef struct rlx_bench_result {
     const char *backend;     /* borrowed: the runner's backend name (static) */
     rlx_bench_device device;
     int32_t n_ctx;
+    int32_t decode_ahead;    /* tg: greedy steps decoded on the device per round trip to the host */
     bool has_bandwidth;
     rlx_bench_bandwidth bandwidth;
     char bandwidth_error[512]; /* why there is no figure, "" otherwise */
