@@ -154,6 +154,21 @@ rlx_status rlx_generator_prefill(rlx_generator *g, const int32_t *ids, int32_t n
     return NULL;
 }
 
+/* The decode program of a past bucket, compiled on first use and kept. */
+static rlx_status bucket_program(rlx_generator *g, int32_t bucket, rlx_decode_head head, rlx_program **out) {
+    rlx_program **slot = &g->decode[head][ceil_log2(bucket)];
+    if (!*slot) RLX_TRY(compile_decode(g, bucket, head, slot));
+    *out = *slot;
+    return NULL;
+}
+
+/* A device's argmax, checked before it becomes a token of the state. */
+static rlx_status check_argmax(const rlx_generator *g, int32_t id) {
+    if (id >= 0 && id < g->n_vocab) return NULL;
+    return rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d is outside the vocabulary [0, %d)", (int)id,
+                      (int)g->n_vocab);
+}
+
 /* One cached step: the token's K/V lands at row n_past. Rows past n_past are never read, so a
  * failure leaves the state as it was. */
 static rlx_status decode_cached(rlx_generator *g, int32_t token, rlx_decode_head head, void *out) {
@@ -166,9 +181,8 @@ static rlx_status decode_cached(rlx_generator *g, int32_t token, rlx_decode_head
         g->backend->ops->program_destroy(p);
         return st;
     }
-    rlx_program **slot = &g->decode[head][ceil_log2(bucket)];
-    if (!*slot) RLX_TRY(compile_decode(g, bucket, head, slot));
-    return run_program(g, *slot, g->n_past, 1, &token, out);
+    RLX_TRY(bucket_program(g, bucket, head, &p));
+    return run_program(g, p, g->n_past, 1, &token, out);
 }
 
 static rlx_status check_decode(const rlx_generator *g) {
@@ -206,9 +220,7 @@ rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t 
     RLX_TRY(check_decode(g));
     g->history[g->n_past] = token;
     rlx_status st = g->opts.no_kv_cache ? decode_naive_argmax(g, next) : decode_cached(g, token, RLX_DECODE_ARGMAX, next);
-    if (!st && (*next < 0 || *next >= g->n_vocab))
-        st = rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d is outside the vocabulary [0, %d)", (int)*next,
-                        (int)g->n_vocab);
+    if (!st) st = check_argmax(g, *next);
     if (!st) g->n_past++;
     return st;
 }
@@ -222,18 +234,15 @@ static int32_t chain_len(const rlx_generator *g, int32_t want) {
 }
 
 static rlx_status decode_chain(rlx_generator *g, int32_t token, int32_t k, int32_t *next) {
-    int32_t bucket = pow2_bucket(g->n_past + 1, g->opts.n_ctx);
-    rlx_program **slot = &g->decode[RLX_DECODE_ARGMAX][ceil_log2(bucket)];
-    if (!*slot) RLX_TRY(compile_decode(g, bucket, RLX_DECODE_ARGMAX, slot));
+    rlx_program *p;
+    RLX_TRY(bucket_program(g, pow2_bucket(g->n_past + 1, g->opts.n_ctx), RLX_DECODE_ARGMAX, &p));
     int32_t last;
     const void *inputs[1] = {&token};
     void *outputs[1] = {&last};
     rlx_run_args args = {.n_past = g->n_past, .n_tokens = 1, .inputs = inputs, .outputs = outputs};
-    RLX_TRY(g->backend->ops->run_chain(*slot, &args, k, next));
+    RLX_TRY(g->backend->ops->run_chain(p, &args, k, next));
     for (int32_t i = 0; i < k; i++)
-        if (next[i] < 0 || next[i] >= g->n_vocab)
-            return rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d of chained step %d is outside the vocabulary "
-                              "[0, %d)", (int)next[i], (int)i, (int)g->n_vocab);
+        RLX_TRY(rlx_status_annotate(check_argmax(g, next[i]), "chained step %d", (int)i));
     g->history[g->n_past] = token;
     memcpy(g->history + g->n_past + 1, next, (size_t)(k - 1) * sizeof *next);
     g->n_past += k;

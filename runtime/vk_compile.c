@@ -681,13 +681,10 @@ static rlx_status record_chain(rlx_program *p) {
     RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_in), "ending the input copy's command buffer");
     RLX_TRY(begin_cb(p, &p->cb_step, VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT));
     VkCommandBuffer cb = p->cb_step;
-    VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
     RLX_TRY(record_dispatches(p, cb, &p->run, false));
-    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+    compute_barrier(d, cb);
     RLX_TRY(record_dispatches(p, cb, &p->step, false));
-    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+    compute_barrier(d, cb);
     RLX_VK_TRY(d->vk.vkEndCommandBuffer(cb), "ending the chain step's command buffer");
     RLX_TRY(begin_cb(p, &p->cb_out, 0));
     record_output_copy(p, p->cb_out);
