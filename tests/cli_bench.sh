@@ -38,6 +38,12 @@ check; grep -qE '^tg8: [0-9]+ bytes/token' "$tmp/out" || fail "no bytes/token li
 check; grep -qE '^tg8: bandwidth [0-9.]+ GB/s, floor [0-9.]+ t/s, measured [0-9.]+ t/s = [0-9.]+% of the floor$' "$tmp/out" \
   || fail "no floor line"
 check; grep -q '^device: ' "$tmp/out" || fail "no device line"
+# the Vulkan backend chains greedy decode steps and says so; the CPU has no round trip to speak of
+if [ "$backend" = vulkan ]; then
+  check; grep -qx 'tg8: up to 8 greedy steps per round trip to the host (--decode-ahead)' "$tmp/out" || fail "no decode-ahead line"
+else
+  check; ! grep -q 'round trip' "$tmp/out" || fail "a decode-ahead line on the CPU backend"
+fi
 if [ "$backend" = vulkan ]; then
   line=$(sed -n 's/^device: //p' "$tmp/out")
   check; "$RLX" devices | grep -qxF -- "$line" || fail "device line is not one of rlx devices' lines: $line"
@@ -66,6 +72,8 @@ jq -e '.tests | all(
          | map(fabs) | max) <= 1e-6)' "$tmp/run.json" >/dev/null \
   || fail "samples and statistics disagree: $(jq -c '.tests' "$tmp/run.json")"
 echo "statistics: $(jq -c '[.tests[] | {name, avg_ts, min_ts, max_ts}]' "$tmp/run.json")"
+# include/rlx/runner.h: greedy generation decodes 8 steps ahead unless told otherwise
+check; [ "$(jq .decode_ahead "$tmp/run.json")" = 8 ] || fail "decode_ahead: $(jq .decode_ahead "$tmp/run.json"), want the default 8"
 check; [ "$(jq -r .bandwidth.from_cache "$tmp/run.json")" = true ] || fail "second run did not reuse the cache: $(jq -c .bandwidth "$tmp/run.json")"
 check; [ "$(jq -r .bandwidth.cache_file "$tmp/run.json")" = "$cache_file" ] || fail "cache file: $(jq -r .bandwidth.cache_file "$tmp/run.json")"
 check; [ "$(jq -r .bandwidth.bytes_per_s "$tmp/run.json")" = "$(jq -r .bytes_per_s "$cache_file")" ] || fail "cached figure differs"
@@ -93,7 +101,8 @@ check
   || fail "size / params: $(jq -c '.model' "$tmp/run.json")"
 
 # ---- the cache is replaced on request ----
-bench -p 0 -n 4 -r 1 -o json --bw-remeasure
+bench -p 0 -n 4 -r 1 -o json --bw-remeasure --decode-ahead 3
+check; [ "$(jq .decode_ahead "$tmp/out")" = 3 ] || fail "--decode-ahead 3 reported as $(jq .decode_ahead "$tmp/out")"
 check; [ "$(jq -r .bandwidth.from_cache "$tmp/out")" = false ] || fail "--bw-remeasure used the cache"
 check; [ "$(jq -r .bytes_per_s "$cache_file")" = "$(jq -r .bandwidth.bytes_per_s "$tmp/out")" ] || fail "--bw-remeasure did not update the cache"
 check; [ "$(jq '.tests | length' "$tmp/out")" = 1 ] || fail "-p 0 did not skip pp: $(jq -c '[.tests[].name]' "$tmp/out")"
@@ -127,6 +136,8 @@ bad "unknown option" -m "$model" --tokens 1,2
 bad "nothing to run" -m "$model" -p 0 -n 0
 bad "too small" -m "$model" --ctx 16 -p 32 -n 0
 bad "needs a value" -m "$model" -p
+bad "--decode-ahead" -m "$model" --decode-ahead 0
+bad "--decode-ahead" -m "$model" --decode-ahead 65
 check; "$RLX" bench -m "$tmp/missing.gguf" >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing model: exit $rc, $(cat "$tmp/err")"
 check; "$RLX" bench --help | grep -q '^usage: rlx bench' || fail "--help"
