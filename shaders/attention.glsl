@@ -103,26 +103,36 @@ float met(uint g, uint d, uint ns, bool side) {
 float qr[GW * EPL];                // this lane's share of the GW query rows
 float m[GW], l[GW], acc[GW * EPV]; // this subgroup's online softmax over its keys
 
-// The block of KB keys being scored, and the next block's K and V rows, in flight meanwhile.
-float kr[KB * EPL], vr[KB * EPV], kn[KB * EPL], vn[KB * EPV];
+// Two blocks of KB keys' K and V rows (buffer 0 and 1): while one is scored, the other's loads are
+// in flight, and each is refilled as soon as it is scored, so that a subgroup's first two blocks
+// are loaded together before the query rows are prepared (H100 tg128, three alternations in one
+// run against one block in flight: Qwen3-8B F16 166.60 -> 166.96 t/s, 0.6B F16 913.6 -> 918.5).
+float k0[KB * EPL], v0[KB * EPV], k1[KB * EPL], v1[KB * EPV];
 
-// Issues the loads of the KB keys from j0 into kn, vn (rows past hi repeat row hi).
-void load_block(uint j0, uint hi, uint kvh, uint kv_row) {
+// Issues the loads of the KB keys from j0 into buffer b (rows past hi repeat row hi); b is a
+// constant wherever this is inlined, so no branch remains.
+void load_block(uint j0, uint hi, uint kvh, uint kv_row, bool b) {
     uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
     [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
         uint row = min(j0 + kb, hi) * kv_row + kvh;
-        [[unroll]] for (uint e = 0u; e < EPL; e++) kn[kb * EPL + e] = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
-        [[unroll]] for (uint e = 0u; e < EPV; e++) vn[kb * EPV + e] = v[row * p.dv + min(lane + e * sgs, p.dv - 1u)];
+        [[unroll]] for (uint e = 0u; e < EPL; e++) {
+            float x = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
+            if (b) k1[kb * EPL + e] = x; else k0[kb * EPL + e] = x;
+        }
+        [[unroll]] for (uint e = 0u; e < EPV; e++) {
+            float x = v[row * p.dv + min(lane + e * sgs, p.dv - 1u)];
+            if (b) v1[kb * EPV + e] = x; else v0[kb * EPV + e] = x;
+        }
     }
 }
 
-// The block of kr, vr from j0 (keys past hi are masked): scores, then the online update.
-void attend_block(uint j0, uint hi) {
+// The block in buffer b from j0 (keys past hi are masked): scores, then the online update.
+void attend_block(uint j0, uint hi, bool b) {
     [[unroll]] for (uint g = 0u; g < GW; g++) {
         float sc[KB], mc = m[g];
         [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
             float dot = 0.0; // qr is 0 past dh
-            [[unroll]] for (uint e = 0u; e < EPL; e++) dot += qr[g * EPL + e] * kr[kb * EPL + e];
+            [[unroll]] for (uint e = 0u; e < EPL; e++) dot += qr[g * EPL + e] * (b ? k1[kb * EPL + e] : k0[kb * EPL + e]);
             sc[kb] = j0 + kb <= hi ? subgroupAdd(dot) * p.scale : -1.0 / 0.0;
             mc = max(mc, sc[kb]);
         }
@@ -132,7 +142,7 @@ void attend_block(uint j0, uint hi) {
         [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
             float pj = exp(sc[kb] - mc);
             l[g] += pj;
-            [[unroll]] for (uint e = 0u; e < EPV; e++) acc[g * EPV + e] += pj * vr[kb * EPV + e];
+            [[unroll]] for (uint e = 0u; e < EPV; e++) acc[g * EPV + e] += pj * (b ? v1[kb * EPV + e] : v0[kb * EPV + e]);
         }
         m[g] = mc;
     }
@@ -217,9 +227,10 @@ void main() {
 #endif
     uint j0 = lo + sg * KB, step = ns * KB;
     walk = walk && j0 <= hi; // this subgroup has keys to walk
-    // The cache rows walked were written by earlier dispatches, so their first block's loads go out
+    // The cache rows walked were written by earlier dispatches, so their first blocks' loads go out
     // before the query rows are read and prepared (H100: 11.7 -> 11.4 us per attention).
-    if (walk) load_block(j0, hi, kvh, kv_row);
+    if (walk) load_block(j0, hi, kvh, kv_row, false);
+    if (walk && j0 + step <= hi) load_block(j0 + step, hi, kvh, kv_row, true);
 #ifdef ATTN_STEP
     for (uint r = sg; r <= GW; r += ns) prep_row(r, h0, kvh, pos);
     for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = vnew[kvh * p.dv + d];
@@ -255,13 +266,14 @@ void main() {
             qr[g * EPL + e] = d < p.dh ? q[((i * p.heads + h0 + g) * p.dh) + d] : 0.0;
         }
 #endif
-    // Each block's successor is loaded while it is scored.
+    // Blocks alternate between the buffers; a buffer is refilled with the block two ahead.
     if (walk)
-        for (; j0 <= hi; j0 += step) {
-            [[unroll]] for (uint e = 0u; e < KB * EPL; e++) kr[e] = kn[e];
-            [[unroll]] for (uint e = 0u; e < KB * EPV; e++) vr[e] = vn[e];
-            if (j0 + step <= hi) load_block(j0 + step, hi, kvh, kv_row);
-            attend_block(j0, hi);
+        for (; j0 <= hi; j0 += 2u * step) {
+            attend_block(j0, hi, false);
+            if (j0 + 2u * step <= hi) load_block(j0 + 2u * step, hi, kvh, kv_row, false);
+            if (j0 + step > hi) break;
+            attend_block(j0 + step, hi, true);
+            if (j0 + 3u * step <= hi) load_block(j0 + 3u * step, hi, kvh, kv_row, true);
         }
 
     // The subgroups meet: the overall max M, each subgroup's weight e^(m - M) (0 for one that saw
