@@ -15,6 +15,9 @@
  *   RLX_VK_COOPMAT=mixed|exact|0          (read at each compile) the prefill matmul on cooperative
  *                                         matrices: f16 operands (default), f32-accurate split
  *                                         operands, or not at all (vk_lower.c coopmat_mode)
+ *   RLX_VK_WARM=0|1                       (read at each compile) decode attention's cache rows read
+ *                                         into L2 by the V matvec: never, or wherever it can
+ *                                         (default: a GPU's plain-type rows of 4,096+; vk_fuse.c)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks) */
 #ifndef RLX_RUNTIME_VK_BACKEND_H

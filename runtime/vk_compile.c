@@ -261,6 +261,7 @@ static void analyse(rlx_program *p) {
         n->last_use = -1;
         n->fused_into = RLX_NO_NODE;
         n->post = RLX_NO_NODE;
+        n->warm = RLX_NO_NODE;
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = p->nodes[p->outputs[o]].is_output = true;
     for (rlx_node i = 0; i < p->n_nodes; i++)

@@ -4,6 +4,9 @@
  * dispatch per node that was not absorbed. */
 #include "runtime/vk_lower.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* Node j can be folded into its single consumer: computed, read once, not an output. */
 static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
     const vk_node *n = node(p, j);
@@ -164,6 +167,42 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
     absorb(p, a, VK_FUSE_ATTN_STEP, qr, kw);
 }
 
+/* Decode attention reads its cache rows from L2 where the V matvec warmed them (mark_warm) on a GPU
+ * for plain weight types with rows of WARM_MIN_K or more. H100 tg128, three alternations in one run:
+ * Qwen3-8B F16 166.92 -> 167.65 t/s (attention 8.5 -> 7.8 us per layer); not below or for the
+ * K-quants, as measured in the same run: 0.6B F16 917.4 -> 915.9, 8B Q4_K_M 243.6 -> 238.6 (its
+ * V matvec is Q4_K or Q6_K, whose registers the warming loads add to). */
+#define WARM_MIN_K 4096
+
+/* RLX_VK_WARM=0|1 (read at each compile): never warm, or wherever mark_warm can; unset or other
+ * values: the default above. */
+static bool warm_wanted(const rlx_program *p, rlx_node mm) {
+    const char *v = getenv("RLX_VK_WARM");
+    if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) return v[0] == '1';
+    uint32_t type = matrix_of(p, in1(p, mm)).type;
+    bool plain = type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
+    return !p->b->dev->caps->is_cpu && plain && last_dim(in(p, mm, 0)) >= WARM_MIN_K;
+}
+
+/* Decode attention a (VK_FUSE_ATTN_STEP) has its cache rows read into L2 by the matvec that computes
+ * its new V rows (shaders/matvec.comp WARM), the last of the stage before it in the families'
+ * graphs: the walk's loads then come from L2 (H100, Qwen3-8B F16 tg128 with the cache loads taken
+ * out of attention, timing only: 166.7 -> 168.7 t/s). Where warm_wanted, the V matmul is its own
+ * matvec dispatch of one weight part, and K and V cache rows are alike and whole 16-byte words. */
+static void mark_warm(rlx_program *p, rlx_node a) {
+    const vk_node *n = node(p, a), *kc = in(p, n->info.in[1], 0), *vc = in(p, n->info.in[2], 0);
+    if (n->fuse != VK_FUSE_ATTN_STEP) return;
+    rlx_node mm = producer(p, in1(p, n->info.in[2]));
+    const vk_node *m = node(p, mm);
+    if (m->info.op != RLX_OP_MATMUL || m->fused_into != RLX_NO_NODE || m->post != RLX_NO_NODE ||
+        m->fuse == VK_FUSE_GATE_UP || !vk_takes_matvec(p, mm) || matrix_of(p, in1(p, mm)).n_parts != 1 ||
+        !warm_wanted(p, mm))
+        return;
+    int64_t row = kc->numel / kc->info.shape.dim[0];
+    if (row != vc->numel / vc->info.shape.dim[0] || kc->info.shape.dim[0] != vc->info.shape.dim[0] || row % 4 != 0) return;
+    p->nodes[mm].warm = a;
+}
+
 static bool norm_fold_pays(const rlx_program *p, rlx_node mm);
 
 /* Whether every live reader of node i reads it only as the x of a MATMUL not yet fused that runs
@@ -298,5 +337,8 @@ void vk_plan_fusion(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ARGMAX) fuse_argmax_into_producer(p, i);
     for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) fuse_attention_step(p, i);
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_ATTENTION) {
+            fuse_attention_step(p, i);
+            mark_warm(p, i);
+        }
 }

@@ -88,6 +88,8 @@ typedef struct vk_node {
                                  RMS_NORM folded into several matvecs: the one dispatched last) */
     uint8_t fuse;             /* vk_fuse: what this node's own dispatch absorbs */
     rlx_node fuse_a, fuse_b;  /* the nodes that fusion involves (see vk_fuse) */
+    rlx_node warm;            /* RLX_NO_NODE, or the decode ATTENTION whose cache rows this matvec reads
+                                 into L2 (shaders/matvec.comp WARM, runtime/vk_fuse.c mark_warm) */
     rlx_node post;            /* RLX_NO_NODE, or the node computed from this node's value by its matvec
                                  (shaders/matvec.comp POST): an RMS_NORM it prepares
                                  (VK_FUSE_NORM_BY_PRODUCER) or an ARGMAX (VK_FUSE_ARGMAX_BY_PRODUCER);

@@ -650,6 +650,17 @@ static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
     return gate && plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
 
+/* matvec.comp WARM for decode attention a (runtime/vk_fuse.c mark_warm): its K and V caches at
+ * bindings 9 and 10, their rows' 16-byte words in the scalars. */
+static void warm_caches(rlx_program *p, rlx_node a, uint32_t *spec, vk_range *bind, uint32_t *push, uint32_t *reads) {
+    const vk_node *kc = in(p, node(p, a)->info.in[1], 0);
+    spec[10] = 1;
+    bind[9] = vk_node_range(p, node(p, a)->info.in[1]);
+    bind[10] = vk_node_range(p, node(p, a)->info.in[2]);
+    push[10] = (uint32_t)(kc->numel / kc->info.shape.dim[0] / 4);
+    *reads |= 0x600u;
+}
+
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
  * EPI_*_MUL (shaders/matmul.comp, matvec.comp), or is RLX_NO_NODE where the gate of EPI_*_MUL is
  * computed in the same matvec (gate_of). */
@@ -669,7 +680,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
                      (post_kind == 1 ? 0x180u : post_kind == 2 ? 0x100u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[9];
+        vk_range bind[11];
         uint64_t row0, part_rows;
         bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
@@ -684,7 +695,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         }
         /* without POST its bindings are the output's (written anyway: no hazard of their own) */
         bind[6] = bind[8] = bind[2];
-        bind[7] = bind[0];
+        bind[7] = bind[9] = bind[10] = bind[0];
         float post_eps = 0.0f;
         if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer, fuse_argmax_into_producer */
             bind[6] = vk_node_range(p, post);
@@ -692,16 +703,17 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             bind[8] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
-        uint32_t push[10] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0};
+        uint32_t push[11] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0};
         matvec_plan mv;
         if (vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi, x_in.norm != 0,
                                 gate != RLX_NO_NODE, &mv)) {
             mv.spec[6] = x_in.norm;
             mv.spec[8] = post_kind;
             push[9] = (uint32_t)mv.groups;
+            if (n->warm != RLX_NO_NODE) warm_caches(p, n->warm, mv.spec, bind, push, &reads);
             rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 9, reads, post != RLX_NO_NODE ? 0x144u : 4u,
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, post != RLX_NO_NODE ? 0x144u : 4u,
                             push, sizeof push, mv.groups));
             continue;
         }

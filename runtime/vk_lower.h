@@ -39,7 +39,7 @@ static inline matrix matrix_of(const rlx_program *p, rlx_node n) {
 /* ---- vk_lower.c: the decode matvec (shaders/matvec.comp) ---- */
 
 typedef struct matvec_plan {
-    uint32_t spec[10]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST, UNR (plain types) */
+    uint32_t spec[11]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST, UNR (plain types), WARM */
     uint64_t groups;
 } matvec_plan;
 

@@ -20,6 +20,10 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
+// WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
+// also read the K and V cache rows that attention will walk (rows below n_past, the most recent
+// that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
+// loads go out before the weights' and feed only a shared-memory atomic.
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
 // in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
@@ -54,6 +58,7 @@ layout(constant_id = 6) const uint NORM = 0; // 1: x is RMS_NORM(x, nw); 2: SCAL
 layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (binding 5), see above; EPI *_MUL
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
+layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindings 9 and 10, see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -85,6 +90,8 @@ layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: 
 layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
 layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
 const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
+layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM: the K cache [rows][warm_row16]
+layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -96,7 +103,8 @@ layout(push_constant) uniform Push {
     uint tok;       // x rows per token (0: all rows)
     float eps;      // NORM
     float post_eps; // POST
-    uint groups;    // POST: workgroups dispatched
+    uint groups;    // POST, WARM: workgroups dispatched
+    uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -493,8 +501,30 @@ void post_argmax(uint gid, float v, uint i) {
     }
 }
 
+// ---- WARM ----
+
+shared uint warm_sink;
+uvec4 warm_k0, warm_v0;
+
+// Issues this workgroup's loads: one 16-byte word per invocation and cache, of the most recent rows
+// below n_past that the workgroups' invocations cover; warm_end consumes them.
+void warm_begin(uint gid) {
+    uint rows = min(rlx.n_past, p.groups * WG / p.warm_row16);
+    uint base = (rlx.n_past - rows) * p.warm_row16, i = gid * WG + gl_LocalInvocationIndex;
+    bool in_range = i < rows * p.warm_row16;
+    warm_k0 = in_range ? warm_k[base + i] : uvec4(0u);
+    warm_v0 = in_range ? warm_v[base + i] : uvec4(0u);
+}
+
+// A use of the loads that the compiler cannot drop and that has no effect on any result.
+void warm_end() {
+    uvec4 x = warm_k0 ^ warm_v0;
+    if (x.x == 0x9E3779B9u && x.y == 0x7F4A7C15u) atomicOr(warm_sink, 1u);
+}
+
 void main() {
     uint gid = group_id(), per_wg = G * RO, groups_m = (p.m_rows + per_wg - 1u) / per_wg;
+    if (WARM != 0u) warm_begin(gid);
     uint w0 = (gid % groups_m) * per_wg, r0 = (gid / groups_m) * NX;
     uint rows = valid_rows(p.rows, p.tok);
     if (r0 >= rows) return; // the whole workgroup: no barrier is skipped by part of it
@@ -523,6 +553,7 @@ void main() {
     float v = 0.0;
     uint col = 0u;
     bool stored = gl_LocalInvocationIndex < G * RO * NX && store(gl_LocalInvocationIndex, w0, r0, rows, spg, v, col);
+    if (WARM != 0u) warm_end();
     if (POST == 1u) post_sums(gid, stored ? v * v : 0.0);
     if (POST == 2u) post_argmax(gid, v, stored ? col : NONE);
 }

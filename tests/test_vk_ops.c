@@ -259,6 +259,23 @@ static size_t vk_dispatch_count(vkt_graph *t, rlx_vk_kernel k) {
     return n;
 }
 
+/* How many of t's matvec dispatches read a decode attention's caches into L2 (matvec.comp WARM:
+ * bindings 9 and 10 read). */
+static size_t vk_warm_count(vkt_graph *t) {
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    size_t n = 0;
+    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
+        for (size_t i = 0; i < p->run.n; i++) {
+            const vk_dispatch *d = &p->run.items[i];
+            bool mv = d->pipe->kernel == RLX_VK_KERNEL_matvec || d->pipe->kernel == RLX_VK_KERNEL_matvec_stream;
+            n += mv && (d->reads & 0x600u) == 0x600u;
+        }
+    if (p) g_vk->ops->program_destroy(p);
+    if (s) g_vk->ops->session_destroy(s);
+    return n;
+}
+
 /* Whether t's Vulkan program dispatches kernel k. */
 static bool vk_dispatches(vkt_graph *t, rlx_vk_kernel k) { return vk_dispatch_count(t, k) > 0; }
 
@@ -660,7 +677,10 @@ static void test_fusions(void) {
  * when they are computed before it (v_late: after it, so V keeps its own KV_WRITE). With one query
  * row (decode) the attention kernel does all of it (fuse_attention_step). Checks the attention
  * output and both caches over prefill, decode and padded steps, and which kernels are dispatched:
- * a kv_write copy only for a late V of several rows; no norm or RoPE kernel for one row. */
+ * a kv_write copy only for a late V of several rows; no norm or RoPE kernel for one row. With
+ * RLX_VK_WARM=1 set (warm), the V matvec of a decode step reads the caches into L2 wherever K and V
+ * rows are alike (vk_fuse.c mark_warm), which must not change any value; these rows (32) are too
+ * short for the default to warm. */
 typedef struct kv_case {
     bool norm, v_late;
     int64_t rows, h, hkv, dh, dv, cap;
@@ -679,7 +699,7 @@ static rlx_node kv_qk(vkt_graph *t, const kv_case *c, rlx_node x, int64_t heads)
     return rlx_rope(t->g, y, RLX_NO_NODE, (rlx_rope_attrs){c->layout, c->n_rot, 1e4f});
 }
 
-static void kv_fusion_case(const kv_case *c) {
+static void kv_fusion_case(const kv_case *c, bool warm) {
     vkt_graph t;
     vkt_graph_init(&t);
     t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
@@ -710,9 +730,12 @@ static void kv_fusion_case(const kv_case *c) {
         vk_dispatches(&t, RLX_VK_KERNEL_attention_step) || vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed);
     T_CHECK(prep != one_row && fused == one_row,
             "%s: norm/RoPE kernels dispatched: %s, attention_step: %s", label, prep ? "yes" : "no", one_row ? "expected" : "not expected");
-    printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s%s\n", "KV_WRITE", label, copies ? "yes" : "no",
+    size_t warmed = vk_warm_count(&t), want = warm && one_row && c->dh == c->dv && c->hkv * c->dh % 4 == 0;
+    T_CHECK(warmed == want, "%s: %zu matvec dispatches warm the caches, expected %zu", label, warmed, want);
+    printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s%s%s\n", "KV_WRITE", label, copies ? "yes" : "no",
            prep ? "yes" : "no (in attention)",
-           vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed) ? ", attention_step_fixed" : "");
+           vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed) ? ", attention_step_fixed" : "",
+           warmed ? ", caches warmed by the V matvec" : "");
     vkt_graph_free(&t);
 }
 
@@ -960,7 +983,12 @@ static void test_kv_fusions(void) {
         {true, false, 1, 8, 4, 32, 32, 40, 32, 0, RLX_ROPE_LAYOUT_NEOX},
         {true, false, 1, 8, 2, 32, 32, 40, 16, 0, RLX_ROPE_LAYOUT_NORMAL},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i], false);
+    setenv("RLX_VK_WARM", "1", 1);
+    printf("  RLX_VK_WARM=1:\n");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].rows == 1) kv_fusion_case(&cases[i], true);
+    unsetenv("RLX_VK_WARM");
     /* Unsplit decode takes one query head per workgroup; the knob RLX_VK_ATTN_GW gives it more
      * (heads sharing one kv head), on the plain and the fused kernel. */
     static const char *const gw[] = {"2", "4"};
@@ -968,7 +996,7 @@ static void test_kv_fusions(void) {
     for (size_t i = 0; i < 2; i++) {
         setenv("RLX_VK_ATTN_GW", gw[i], 1);
         printf("  RLX_VK_ATTN_GW=%s:\n", gw[i]);
-        kv_fusion_case(&gqa4);
+        kv_fusion_case(&gqa4, false);
         attention_cached(8, 2, 64, 0, 1, 96);
     }
     unsetenv("RLX_VK_ATTN_GW");
