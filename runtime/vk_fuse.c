@@ -171,7 +171,7 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
  * for plain weight types with rows of WARM_MIN_K or more. H100 tg128, three alternations in one run:
  * Qwen3-8B F16 166.92 -> 167.65 t/s (attention 8.5 -> 7.8 us per layer); not below or for the
  * K-quants, as measured in the same run: 0.6B F16 917.4 -> 915.9, 8B Q4_K_M 243.6 -> 238.6 (its
- * V matvec is Q4_K or Q6_K, whose registers the warming loads add to). */
+ * V matvec is Q4_K or Q6_K; why it lost was not measured). */
 #define WARM_MIN_K 4096
 
 /* RLX_VK_WARM=0|1 (read at each compile): never warm, or wherever mark_warm can; unset or other
