@@ -236,6 +236,70 @@ out:
     for (int p = 0; p < 3; p++) rlx_generator_destroy(gens[p]);
 }
 
+/* A backend that forwards to another but refuses every run_chain (RLX_ERR_UNSUPPORTED), as a
+ * device backend does for a decode program that is not one token in and one id out. */
+typedef struct refusing_backend {
+    rlx_backend base;
+    rlx_backend_ops ops;
+    rlx_backend *inner;
+    int chain_calls;
+} refusing_backend;
+
+static refusing_backend *g_refusing; /* run_chain is given a program, not its backend */
+
+static rlx_status refusing_session_create(rlx_backend *b, const rlx_weight *w, size_t n, const rlx_kv_spec *kv,
+                                          rlx_session **out) {
+    rlx_backend *inner = ((refusing_backend *)(void *)b)->inner;
+    return inner->ops->session_create(inner, w, n, kv, out);
+}
+
+static rlx_status refusing_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
+    (void)p, (void)first, (void)outs;
+    g_refusing->chain_calls++;
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "run_chain: refused (test backend, %d runs)", (int)k);
+}
+
+/* The generator's answer to a refused chain (runners/generator.c rlx_generator_decode_argmax_ahead):
+ * the same ids as greedy steps one at a time (the reference: decode with the logits read back and
+ * the argmax taken here), the state as long, and no second chain asked for. */
+static void check_chain_refused(const gen_env *env) {
+    enum { N_AHEAD = 12, V = 512 };
+    refusing_backend rb = {.base = {&rb.ops, "refusing"}, .ops = *env->b->ops, .inner = env->b};
+    rb.ops.session_create = refusing_session_create;
+    rb.ops.run_chain = refusing_run_chain;
+    g_refusing = &rb;
+    gen_env refusing = {&rb.base, env->m};
+    rlx_generator *ahead = make_gen(&refusing, 256, false, false, false), *steps = make_gen(env, 256, false, false, false);
+    const int32_t prompt[5] = {1, 403, 407, 261, 378};
+    float logits[V];
+    int32_t got[N_AHEAD], want[N_AHEAD];
+    if (!ahead || !steps || !T_OK(rlx_generator_prefill(ahead, prompt, 5, logits)) ||
+        !T_OK(rlx_generator_prefill(steps, prompt, 5, logits)))
+        goto out;
+    int32_t first = argmax(logits, V);
+    for (int32_t i = 0; i < N_AHEAD; i++) {
+        if (!T_OK(rlx_generator_decode(steps, i ? want[i - 1] : first, logits))) goto out;
+        want[i] = argmax(logits, V);
+    }
+    if (!T_OK(rlx_generator_decode_argmax_ahead(ahead, first, 4, got)) ||
+        !T_OK(rlx_generator_decode_argmax_ahead(ahead, got[3], N_AHEAD - 4, got + 4)))
+        goto out;
+    int32_t diff = -1;
+    for (int32_t i = 0; i < N_AHEAD && diff < 0; i++)
+        if (got[i] != want[i]) diff = i;
+    T_CHECK(diff < 0, "refused chain: id %d is %d, one step at a time gives %d", (int)diff, diff < 0 ? 0 : got[diff],
+            diff < 0 ? 0 : want[diff]);
+    T_CHECK(rlx_generator_n_past(ahead) == 5 + N_AHEAD, "refused chain: n_past %d, expected %d",
+            rlx_generator_n_past(ahead), 5 + N_AHEAD);
+    T_CHECK(rb.chain_calls == 1, "refused chain: run_chain asked %d times, expected once", rb.chain_calls);
+    printf("refused chain: %d greedy ids decoded ahead equal the single steps' (run_chain asked %d time)\n",
+           N_AHEAD, rb.chain_calls);
+out:
+    rlx_generator_destroy(ahead);
+    rlx_generator_destroy(steps);
+    g_refusing = NULL;
+}
+
 /* predict (no-cache graph) leaves the state alone; prefill LRU reuse and eviction. */
 static void check_prefill_cache(const gen_env *env) {
     enum { V = 512 };
@@ -376,6 +440,7 @@ static int run_stories(void) {
     if (T_OK(rlx_backend_cpu_create(2, &b))) {
         gen_env env = {b, m};
         check_paths_agree(&env);
+        check_chain_refused(&env);
         check_prefill_cache(&env);
         check_state_errors(&env);
     }
