@@ -54,9 +54,9 @@ rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_ru
     if (o.n_ctx < 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "context length %d: expected 0 (the model's) or more",
                           (int)o.n_ctx);
-    if (o.decode_ahead < 0 || o.decode_ahead > RLX_RUN_CHAIN_MAX)
+    if (o.decode_ahead < 0 || o.decode_ahead > RLX_DECODE_AHEAD_MAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode_ahead %d: expected 0 (the default, %d) to %d",
-                          (int)o.decode_ahead, RLX_DECODE_AHEAD_DEFAULT, RLX_RUN_CHAIN_MAX);
+                          (int)o.decode_ahead, RLX_DECODE_AHEAD_DEFAULT, RLX_DECODE_AHEAD_MAX);
     rlx_runner *r = calloc(1, sizeof *r);
     if (!r) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "runner");
     r->decode_ahead = o.decode_ahead ? o.decode_ahead : RLX_DECODE_AHEAD_DEFAULT;
@@ -167,7 +167,7 @@ static int32_t ahead_len(const rlx_runner *r, const gen_call *c, int32_t reporte
  * steps decoded past the token reported last. */
 static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c) {
     int32_t eos = rlx_runner_eos_id(r), chunk = 1;
-    int32_t ahead[RLX_RUN_CHAIN_MAX], n_ahead = 0, used = 0;
+    int32_t ahead[RLX_DECODE_AHEAD_MAX], n_ahead = 0, used = 0;
     /* the sampler sees prompt + generated: exactly the tokens the state holds */
     int32_t tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
     for (int32_t i = 0;;) {

@@ -175,7 +175,7 @@ rlx_status rlx_cli_decode_ahead_option(int argc, char **argv, int *i, rlx_runner
     const char *v = NULL;
     int64_t n = 0;
     RLX_TRY(rlx_cli_take_value(argc, argv, i, "--decode-ahead", &v));
-    RLX_TRY(rlx_cli_parse_i64("--decode-ahead", v, 1, 64, &n));
+    RLX_TRY(rlx_cli_parse_i64("--decode-ahead", v, 1, RLX_DECODE_AHEAD_MAX, &n));
     o->decode_ahead = (int32_t)n;
     return NULL;
 }

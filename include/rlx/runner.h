@@ -28,11 +28,12 @@ typedef struct rlx_runner_opts {
     /* Plain greedy generation (temperature <= 0, no repeat penalty) decodes up to this many steps
      * on the device, each taking the previous one's argmax, before it reports their tokens: one
      * round trip to the host per chain instead of per token, so tokens reach on_token in bursts.
-     * 0: RLX_DECODE_AHEAD_DEFAULT; 1: one step at a time; at most 64. */
+     * 0: RLX_DECODE_AHEAD_DEFAULT; 1: one step at a time; at most RLX_DECODE_AHEAD_MAX. */
     int32_t decode_ahead;
 } rlx_runner_opts;
 
 #define RLX_DECODE_AHEAD_DEFAULT 8
+#define RLX_DECODE_AHEAD_MAX 64
 
 /* Zero-initialised opts are the defaults. */
 static inline rlx_runner_opts rlx_runner_opts_default(void) {
