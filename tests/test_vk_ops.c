@@ -247,34 +247,32 @@ static void matmul_case(uint32_t type, int64_t k, int64_t m, int64_t rows, int32
     vkt_graph_free(&t);
 }
 
-/* How many dispatches of kernel k t's Vulkan program has. */
-static size_t vk_dispatch_count(vkt_graph *t, rlx_vk_kernel k) {
+/* How many of t's Vulkan program's dispatches `match` accepts. */
+static size_t vk_count_matching(vkt_graph *t, bool (*match)(const vk_dispatch *d, rlx_vk_kernel k), rlx_vk_kernel k) {
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     size_t n = 0;
     if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
-        for (size_t i = 0; i < p->run.n; i++) n += p->run.items[i].pipe->kernel == k;
+        for (size_t i = 0; i < p->run.n; i++) n += match(&p->run.items[i], k);
     if (p) g_vk->ops->program_destroy(p);
     if (s) g_vk->ops->session_destroy(s);
     return n;
 }
 
-/* How many of t's matvec dispatches read a decode attention's caches into L2 (matvec.comp WARM:
- * bindings 9 and 10 read). */
-static size_t vk_warm_count(vkt_graph *t) {
-    rlx_session *s = NULL;
-    rlx_program *p = NULL;
-    size_t n = 0;
-    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
-        for (size_t i = 0; i < p->run.n; i++) {
-            const vk_dispatch *d = &p->run.items[i];
-            bool mv = d->pipe->kernel == RLX_VK_KERNEL_matvec || d->pipe->kernel == RLX_VK_KERNEL_matvec_stream;
-            n += mv && (d->reads & 0x600u) == 0x600u;
-        }
-    if (p) g_vk->ops->program_destroy(p);
-    if (s) g_vk->ops->session_destroy(s);
-    return n;
+static bool of_kernel(const vk_dispatch *d, rlx_vk_kernel k) { return d->pipe->kernel == k; }
+
+/* A matvec that reads a decode attention's caches into L2 (matvec.comp WARM: bindings 9 and 10 read). */
+static bool warming(const vk_dispatch *d, rlx_vk_kernel k) {
+    (void)k;
+    bool mv = d->pipe->kernel == RLX_VK_KERNEL_matvec || d->pipe->kernel == RLX_VK_KERNEL_matvec_stream;
+    return mv && (d->reads & 0x600u) == 0x600u;
 }
+
+/* How many dispatches of kernel k t's Vulkan program has. */
+static size_t vk_dispatch_count(vkt_graph *t, rlx_vk_kernel k) { return vk_count_matching(t, of_kernel, k); }
+
+/* How many of t's matvec dispatches warm a decode attention's caches. */
+static size_t vk_warm_count(vkt_graph *t) { return vk_count_matching(t, warming, RLX_VK_KERNEL_matvec); }
 
 /* Whether t's Vulkan program dispatches kernel k. */
 static bool vk_dispatches(vkt_graph *t, rlx_vk_kernel k) { return vk_dispatch_count(t, k) > 0; }
