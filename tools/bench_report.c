@@ -106,8 +106,8 @@ rlx_status rlx_bench_print_json(const rlx_bench_result *r, FILE *f) {
                           m->file_type, "size_bytes", (json_int_t)m->size_bytes, "n_params", (json_int_t)m->n_params,
                           "weight_bytes_per_token", (json_int_t)m->weight_bytes_per_token, "backend", r->backend,
                           "device", device, "n_ctx", (int)r->n_ctx, "bandwidth", bandwidth_json(r), "tests", tests);
-    if (j) json_object_set_new(j, "decode_ahead", json_integer(r->decode_ahead));
     if (!j) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: building the JSON report");
+    json_object_set_new(j, "decode_ahead", json_integer(r->decode_ahead));
     json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(j);
