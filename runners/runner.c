@@ -90,6 +90,8 @@ int32_t rlx_runner_n_ctx(const rlx_runner *r) {
     return rlx_generator_n_ctx(r->gen);
 }
 
+int32_t rlx_runner_decode_ahead(const rlx_runner *r) { return r->decode_ahead; }
+
 int32_t rlx_runner_eos_id(const rlx_runner *r) {
     return r->model->config.eos_id >= 0 ? r->model->config.eos_id : -1;
 }

@@ -407,6 +407,15 @@ static void check_runner_api(const char *path) {
                 !rlx_runner_supports_multimodal(r),
             "runner facts: family %s vocab %d n_ctx %d eos %d backend %s", rlx_runner_family(r),
             rlx_runner_vocab_size(r), rlx_runner_n_ctx(r), rlx_runner_eos_id(r), rlx_runner_backend_name(r));
+    /* opts.decode_ahead 0 stands for the default, 8 (include/rlx/runner.h); a value given is kept */
+    T_CHECK(rlx_runner_decode_ahead(r) == 8, "decode_ahead %d with opts 0, expected the default 8",
+            rlx_runner_decode_ahead(r));
+    rlx_runner *r3 = NULL;
+    o.decode_ahead = 3;
+    if (T_OK(rlx_runner_open(path, &o, &r3)))
+        T_CHECK(rlx_runner_decode_ahead(r3) == 3, "decode_ahead %d with opts 3", rlx_runner_decode_ahead(r3));
+    rlx_runner_close(r3);
+    o.decode_ahead = 0;
     int32_t ids[4] = {1, 403, 407, 261}, out[16], n_out = -1;
     float l[512];
     T_ERR(rlx_runner_generate(r, ids, 4, 0, NULL, NULL, NULL, out, &n_out), RLX_ERR_INVALID_ARGUMENT,

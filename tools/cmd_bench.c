@@ -307,7 +307,7 @@ static rlx_status run_tests(const bench_args *a, rlx_bench_result *res) {
     if (!s) {
         res->backend = rlx_runner_backend_name(b.r);
         res->n_ctx = rlx_runner_n_ctx(b.r);
-        res->decode_ahead = a->m.opts.decode_ahead ? a->m.opts.decode_ahead : RLX_DECODE_AHEAD_DEFAULT;
+        res->decode_ahead = rlx_runner_decode_ahead(b.r);
         logits = malloc((size_t)rlx_runner_vocab_size(b.r) * sizeof *logits);
         if (!logits) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: logits of %d floats", (int)rlx_runner_vocab_size(b.r));
     }

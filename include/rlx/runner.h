@@ -67,6 +67,7 @@ void rlx_runner_close(rlx_runner *r); /* NULL is fine */
 const char *rlx_runner_family(const rlx_runner *r);  /* "qwen3", "llama", "gemma3", "qwen3moe" */
 int32_t rlx_runner_vocab_size(const rlx_runner *r);
 int32_t rlx_runner_n_ctx(const rlx_runner *r);
+int32_t rlx_runner_decode_ahead(const rlx_runner *r); /* opts.decode_ahead, or the default it stood for */
 int32_t rlx_runner_eos_id(const rlx_runner *r);      /* -1 when the model has none */
 const char *rlx_runner_backend_name(const rlx_runner *r);
 bool rlx_runner_supports_multimodal(const rlx_runner *r); /* false for every family so far */
