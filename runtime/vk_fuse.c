@@ -179,9 +179,8 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
 static bool warm_wanted(const rlx_program *p, rlx_node mm) {
     const char *v = getenv("RLX_VK_WARM");
     if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) return v[0] == '1';
-    uint32_t type = matrix_of(p, in1(p, mm)).type;
-    bool plain = type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
-    return !p->b->dev->caps->is_cpu && plain && last_dim(in(p, mm, 0)) >= WARM_MIN_K;
+    return !p->b->dev->caps->is_cpu && vk_plain_type(matrix_of(p, in1(p, mm)).type) &&
+           last_dim(in(p, mm, 0)) >= WARM_MIN_K;
 }
 
 /* Decode attention a (VK_FUSE_ATTN_STEP) has its cache rows read into L2 by the matvec that computes

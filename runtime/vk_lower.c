@@ -515,15 +515,11 @@ static uint32_t matvec_wg(uint32_t type, uint64_t t) {
  * projection (4: 165.86, 165.72). */
 #define MATVEC_GPU_ONE_UNIT_K 8192
 
-/* F32, F16, BF16: a weight stored as plain floats (matvec.comp mv_plain). */
-static bool plain_type(uint32_t type) {
-    return type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
-}
 
 static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
     const rlx_vk_caps *c = p->b->dev->caps;
     if (c->is_cpu) return p->b->wg;
-    return plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
+    return vk_plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
 }
 
 /* Whether matvec.comp has a path for the type and row length on this device. */
@@ -545,7 +541,7 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
-    if (plain_type(type)) {
+    if (vk_plain_type(type)) {
         bool one = !c->is_cpu && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
         unroll = env_pow2("RLX_VK_MATVEC_UNR", 1, 8, one ? 1 : unroll);
     }
@@ -562,7 +558,7 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     if (!c->is_cpu && nx == 1) {
         bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
         r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
-        if (plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
+        if (vk_plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
     }
     if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
@@ -571,7 +567,7 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
     *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
-                          norm, gate, 0, plain_type(type) ? unroll : 2},
+                          norm, gate, 0, vk_plain_type(type) ? unroll : 2},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
 }
@@ -647,7 +643,7 @@ static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
 #define MATVEC_STREAM_MIN_K 4096
 
 static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
-    return gate && plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
+    return gate && vk_plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
 
 /* matvec.comp WARM for decode attention a (runtime/vk_fuse.c mark_warm): its K and V caches at

@@ -38,6 +38,11 @@ static inline matrix matrix_of(const rlx_program *p, rlx_node n) {
 
 /* ---- vk_lower.c: the decode matvec (shaders/matvec.comp) ---- */
 
+/* F32, F16, BF16: a weight stored as plain floats (matvec.comp mv_plain). */
+static inline bool vk_plain_type(uint32_t type) {
+    return type == RLX_DTYPE_F16 || type == RLX_DTYPE_BF16 || type == RLX_DTYPE_F32;
+}
+
 typedef struct matvec_plan {
     uint32_t spec[11]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST, UNR (plain types), WARM */
     uint64_t groups;
