@@ -515,7 +515,6 @@ static uint32_t matvec_wg(uint32_t type, uint64_t t) {
  * projection (4: 165.86, 165.72). */
 #define MATVEC_GPU_ONE_UNIT_K 8192
 
-
 static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
     const rlx_vk_caps *c = p->b->dev->caps;
     if (c->is_cpu) return p->b->wg;
