@@ -180,16 +180,16 @@ struct rlx_program {
     VkDescriptorSet common;       /* set 0, from pool */
     VkCommandPool cmd_pool;       /* owned: this program's command buffers */
     VkCommandBuffer cb;           /* one run: the input copy, the dispatches, the output copy */
-    /* A chain (vk_program_run_chain): where the program can decode ahead, step holds the step
-     * between runs: a CHAIN_STEP dispatch, or the chain's variant of the logits matvec, which
-     * also embeds the next token (matvec.comp CHAIN; chain_embed: the EMBED's index in run).
-     * chain_first is the run with the step, chain_next the same without the EMBED that the step
-     * did (copies, the descriptor sets shared). cb_chain holds chain_k runs in one command
-     * buffer, the input and output copies around them; recorded again for another k. */
-    vk_dispatch_list step, chain_first, chain_next;
+    /* A chain (vk_program_run_chain): cb_in, then cb_step k times, then cb_out; all
+     * VK_NULL_HANDLE where step is empty. step holds the step between runs where the program can
+     * decode ahead: a CHAIN_STEP dispatch, or the chain's variant of the logits matvec, which also
+     * embeds the next token (shaders/matvec_chain.comp; chain_embed: the EMBED's index in run).
+     * cb_in copies the input and runs chain_in (the first token's EMBED where the step embeds the
+     * others'); cb_step runs chain_run, the run with the step (copies of the dispatches, their
+     * descriptor sets shared). */
+    vk_dispatch_list step, chain_in, chain_run;
     size_t chain_embed;
-    VkCommandBuffer cb_chain;
-    int32_t chain_k;
+    VkCommandBuffer cb_in, cb_step, cb_out;
     VkDeviceSize ring_offset;     /* where the chain's outputs gather, in the input region ... */
     VkDeviceSize rb_ring_offset;  /* ... and in the readback */
     VkFence fence;                /* owned */

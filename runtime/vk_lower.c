@@ -675,7 +675,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
                      (post_kind == 1 ? 0x180u : post_kind == 2 ? 0x100u : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[14];
+        vk_range bind[11];
         uint64_t row0, part_rows;
         bind[0] = x_in.rows;
         matrix_part(&m, part, &bind[1], &row0, &part_rows);
@@ -688,11 +688,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             uint64_t g_row0, g_rows;
             matrix_part(&mg, 0, &bind[5], &g_row0, &g_rows);
         }
-        /* without POST (or CHAIN, which only the chain's variant of the dispatch has: runtime/
-         * vk_compile.c emit_step_in_argmax) the bindings it writes are the output's (written anyway:
-         * no hazard of their own), those it reads x's */
-        bind[6] = bind[8] = bind[12] = bind[13] = bind[2];
-        bind[7] = bind[9] = bind[10] = bind[11] = bind[0];
+        /* without POST its bindings are the output's (written anyway: no hazard of their own) */
+        bind[6] = bind[8] = bind[2];
+        bind[7] = bind[9] = bind[10] = bind[0];
         float post_eps = 0.0f;
         if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer, fuse_argmax_into_producer */
             bind[6] = vk_node_range(p, post);
@@ -700,7 +698,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             bind[8] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
-        uint32_t push[15] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+        uint32_t push[11] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0};
         matvec_plan mv;
         if (vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi, x_in.norm != 0,
@@ -710,7 +708,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             push[9] = (uint32_t)mv.groups;
             if (n->warm != RLX_NO_NODE) warm_caches(p, n->warm, mv.spec, bind, push, &reads);
             rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 14, reads, post != RLX_NO_NODE ? 0x144u : 4u,
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, post != RLX_NO_NODE ? 0x144u : 4u,
                             push, sizeof push, mv.groups));
             continue;
         }

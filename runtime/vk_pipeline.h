@@ -19,7 +19,7 @@ typedef enum {
     RLX_VK_KERNEL_COUNT
 } rlx_vk_kernel;
 
-#define RLX_VK_MAX_SPEC 13
+#define RLX_VK_MAX_SPEC 12
 #define RLX_VK_MAX_BINDINGS 14
 #define RLX_VK_PUSH_BYTES 128 /* the minimum maxPushConstantsSize Vulkan guarantees */
 #define RLX_VK_COMMON_BINDINGS 2 /* set 0: scalars, status */

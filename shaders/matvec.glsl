@@ -20,10 +20,12 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
-// CHAIN (POST 2, the step of a chain, runtime/vk_compile.c emit_step): the workgroup that finds
-// the argmax also does what shaders/chain_step.comp does between chained runs (the id becomes the
-// next run's token and joins the ring; n_past moves on) and that run's EMBED of the id, a row of
-// plain floats, so that neither has a dispatch or a stage of its own.
+// MATVEC_CHAIN (shaders/matvec_chain.comp; POST 2, the step of a chain, runtime/vk_compile.c
+// emit_step_in_argmax): the workgroup that finds the argmax also does what shaders/chain_step.comp
+// does between chained runs (the id becomes the next run's token and joins the ring; n_past moves
+// on) and that run's EMBED of the id, a row of plain floats, so that neither has a dispatch or a
+// stage of its own. A kernel of its own, because its three more bindings cost every other matvec
+// dispatch (H100: Qwen3-0.6B F16 tg128 918 -> 910 t/s with them on all).
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
 // also read the K and V cache rows that attention will walk (rows below n_past, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
@@ -63,8 +65,9 @@ layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (b
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
 layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindings 9 and 10, see above
-layout(constant_id = 11) const uint CHAIN = 0; // 1: the chain's step and the next EMBED, see above
-layout(constant_id = 12) const uint E_TYPE = 1; // CHAIN: the embedding table's type (F32, F16, BF16)
+#ifdef MATVEC_CHAIN
+layout(constant_id = 11) const uint E_TYPE = 1; // the embedding table's type (F32, F16, BF16)
+#endif
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -98,9 +101,11 @@ layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
 const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
 layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM: the K cache [rows][warm_row16]
 layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
-layout(set = 1, binding = 11) readonly buffer Emb { uvec4 emb[]; };     // CHAIN: the embedding table
-layout(set = 1, binding = 12) writeonly buffer EmbOut { vec4 emb_out[]; }; // CHAIN: the EMBED's output
-layout(set = 1, binding = 13) buffer Words { uint words[]; }; // CHAIN: the input region (chain_step.comp)
+#ifdef MATVEC_CHAIN
+layout(set = 1, binding = 11) readonly buffer Emb { uvec4 emb[]; };        // the embedding table
+layout(set = 1, binding = 12) writeonly buffer EmbOut { vec4 emb_out[]; }; // the EMBED's output
+layout(set = 1, binding = 13) buffer Words { uint words[]; }; // the input region (chain_step.comp)
+#endif
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -114,10 +119,12 @@ layout(push_constant) uniform Push {
     float post_eps; // POST
     uint groups;    // POST, WARM: workgroups dispatched
     uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
-    uint token_word; // CHAIN: the input token, in words from the input region's start
-    uint ring_word;  // CHAIN: the ring's first entry
-    uint ring_len;   // CHAIN
-    uint emb_row16;  // CHAIN: 16-byte words per table row
+#ifdef MATVEC_CHAIN
+    uint token_word; // the input token, in words from the input region's start
+    uint ring_word;  // the ring's first entry
+    uint ring_len;
+    uint emb_row16;  // 16-byte words per table row
+#endif
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -489,8 +496,9 @@ bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
     return counted_last(c, n);
 }
 
-// CHAIN, see above: the step, then the next run's embedded row of id, decoded in 16-byte words,
-// four per lane in flight. The id is below the table's rows (the host checks the shapes).
+#ifdef MATVEC_CHAIN
+// See above: the step, then the next run's embedded row of id, decoded in 16-byte words, four per
+// lane in flight. The id is below the table's rows (the host checks the shapes).
 void chain_next(uint id) {
     if (subgroupElect()) {
         uint fill = words[2];
@@ -517,6 +525,7 @@ void chain_next(uint id) {
         }
     }
 }
+#endif
 
 // Sync block words (runtime/vk_fuse.c vk_post_sync_bytes): [0] teams done, [64 + team] the team's
 // workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
@@ -543,7 +552,9 @@ void post_argmax(uint gid, float v, uint i) {
         argmax_out[0] = bi;
         sync_w[0] = 0u;
     }
-    if (CHAIN != 0u) chain_next(bi);
+#ifdef MATVEC_CHAIN
+    chain_next(bi);
+#endif
 }
 
 // ---- WARM ----

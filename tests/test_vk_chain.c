@@ -3,8 +3,8 @@
  * ids of chains of 1, 3 and 5 runs in a row equal those of single runs that feed the argmax back on
  * the host, the last id also lands in the output, and the KV cache afterwards is the same (the next
  * single step gives the same id from a twin program). Both ways of taking the step are checked: in
- * the logits matvec together with the next run's embedding (matvec.comp CHAIN: tables of F16, BF16
- * and F32) and in a dispatch of its own (a Q8_0 table, which CHAIN does not decode). Bad calls are
+ * the logits matvec together with the next run's embedding (shaders/matvec_chain.comp: tables of
+ * F16, BF16 and F32) and in a dispatch of its own (a Q8_0 table, which it does not decode). Bad calls are
  * refused: k outside [1, RLX_RUN_CHAIN_MAX], a chain past the cache, and a program that is not one
  * I32 token in and one I32 id out. */
 #include <stdio.h>
@@ -70,7 +70,7 @@ static rlx_status step(decoder *d, int32_t n_past, int32_t token, void *out) {
     return d->b->ops->run(d->p, &a);
 }
 
-/* Chains of 1, 3 and 5 runs, one after the other (each recorded anew), against STEPS single runs. */
+/* Chains of 1, 3 and 5 runs, one after the other, against STEPS single runs. */
 static void check_chain(rlx_backend *b, const rlx_weight *w, size_t nw) {
     static const int32_t lens[3] = {1, 3, STEPS - 4};
     decoder one, chain;
