@@ -22,7 +22,6 @@
 #include <time.h>
 
 #include "runtime/vk_internal.h"
-#include "runtime/vk_lower.h"
 #include "runtime/vk_status.h"
 
 #define SCALARS_BYTES 16
@@ -95,17 +94,6 @@ vk_range vk_const_range(const rlx_program *p, VkDeviceSize offset, VkDeviceSize 
 
 /* ---- dispatches ---- */
 
-/* Room for one more dispatch in list. */
-static rlx_status list_reserve(vk_dispatch_list *list) {
-    if (list->n < list->cap) return NULL;
-    size_t cap = list->cap ? 2 * list->cap : 64;
-    vk_dispatch *grown = realloc(list->items, cap * sizeof *grown);
-    if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %zu dispatches", cap);
-    list->items = grown;
-    list->cap = cap;
-    return NULL;
-}
-
 rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk_kernel k, const uint32_t *spec,
                    const vk_range *bind, uint32_t n_bind, uint32_t reads, uint32_t writes, const void *push,
                    uint32_t push_bytes, uint64_t groups) {
@@ -123,7 +111,13 @@ rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk
         if (!bind[i].buffer || bind[i].size == 0)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%%%d: kernel %s binding %u has no storage", node, info->name,
                               i);
-    RLX_TRY(list_reserve(list));
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 64;
+        vk_dispatch *grown = realloc(list->items, cap * sizeof *grown);
+        if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: %zu dispatches", cap);
+        list->items = grown;
+        list->cap = cap;
+    }
     vk_dispatch *d = &list->items[list->n];
     memset(d, 0, sizeof *d);
     RLX_TRY(rlx_vk_pipeline_get(p->b->pipes, k, spec, &d->pipe));
@@ -259,14 +253,6 @@ static bool token_rows_of(const rlx_program *p, const vk_node *n) {
     }
 }
 
-/* One I32 token in and one I32 id out (a greedy decode step): the output can feed the next run's
- * input on the device (vk_program_run_chain). */
-static bool chainable(const rlx_program *p) {
-    if (p->static_rows != 1 || p->n_inputs != 1 || p->n_outputs != 1) return false;
-    const vk_node *in = &p->nodes[p->inputs[0]], *out = &p->nodes[p->outputs[0]];
-    return in->info.dtype == RLX_DTYPE_I32 && in->numel == 1 && out->info.dtype == RLX_DTYPE_I32 && out->numel == 1;
-}
-
 static void analyse(rlx_program *p) {
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         vk_node *n = &p->nodes[i];
@@ -304,11 +290,6 @@ static void analyse(rlx_program *p) {
         }
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[storage_root(p, p->outputs[o])].last_use = INT32_MAX;
-    /* a chain's step may embed the next token at the end of the run (emit_step_in_argmax): the
-     * embedded row keeps its range to the end, so that no later value takes it */
-    for (rlx_node i = 0; chainable(p) && i < p->n_nodes; i++)
-        if (p->nodes[i].live && p->nodes[i].info.op == RLX_OP_EMBED && p->nodes[i].info.in[1] == p->inputs[0])
-            p->nodes[i].last_use = INT32_MAX;
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         vk_node *n = &p->nodes[i];
         if (n->store == VK_STORE_ARENA && (!n->live || n->fused_into != RLX_NO_NODE)) n->store = VK_STORE_NONE;
@@ -413,6 +394,14 @@ static rlx_status plan_arena(rlx_program *p) {
     return s;
 }
 
+/* One I32 token in and one I32 id out (a greedy decode step): the output can feed the next run's
+ * input on the device (vk_program_run_chain). */
+static bool chainable(const rlx_program *p) {
+    if (p->static_rows != 1 || p->n_inputs != 1 || p->n_outputs != 1) return false;
+    const vk_node *in = &p->nodes[p->inputs[0]], *out = &p->nodes[p->outputs[0]];
+    return in->info.dtype == RLX_DTYPE_I32 && in->numel == 1 && out->info.dtype == RLX_DTYPE_I32 && out->numel == 1;
+}
+
 static void plan_io(rlx_program *p) {
     VkDeviceSize a = storage_align(p);
     p->status_offset = align_up(SCALARS_BYTES, a);
@@ -470,6 +459,16 @@ static rlx_status emit_init(rlx_program *p) {
         RLX_TRY(vk_emit(p, &p->init, i, RLX_VK_KERNEL_dequant, spec, bind, 2, 1u, 2u, push, sizeof push, w->rows));
     }
     return NULL;
+}
+
+/* The step between chained runs (shaders/chain_step.comp). */
+static rlx_status emit_step(rlx_program *p) {
+    if (!p->ring_offset) return NULL;
+    const vk_node *in = &p->nodes[p->inputs[0]];
+    uint32_t spec[1] = {1};
+    uint32_t push[3] = {(uint32_t)(in->input_offset / 4), (uint32_t)(p->ring_offset / 4), RLX_RUN_CHAIN_MAX};
+    vk_range bind[2] = {vk_node_range(p, p->outputs[0]), {p->in_dev.buffer, p->in_dev.offset, p->in_size}};
+    return vk_emit(p, &p->step, p->outputs[0], RLX_VK_KERNEL_chain_step, spec, bind, 2, 1u, 2u, push, sizeof push, 1);
 }
 
 /* ---- descriptors and recording ---- */
@@ -533,27 +532,9 @@ static bool overlaps(const vk_range *a, const vk_range *b) {
 
 /* Ranges read and written since the last barrier. */
 typedef struct hazards {
-    vk_range *r, *w; /* owned, room for every binding of the list */
-    size_t nr, nw;
+    vk_range *r, *w;
+    size_t nr, nw, cap;
 } hazards;
-
-static void hazards_free(hazards *h) {
-    free(h->r);
-    free(h->w);
-}
-
-static rlx_status hazards_make(const vk_dispatch_list *list, hazards *h) {
-    size_t cap = 0;
-    for (size_t i = 0; i < list->n; i++) cap += list->items[i].n_bind;
-    vk_range *r = calloc(cap + 1, sizeof *r), *w = calloc(cap + 1, sizeof *w);
-    if (!r || !w) {
-        free(r);
-        free(w);
-        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: barrier plan of %zu dispatches", list->n);
-    }
-    *h = (hazards){r, w, 0, 0};
-    return NULL;
-}
 
 static bool needs_barrier(const hazards *h, const vk_dispatch *dp) {
     for (uint32_t k = 0; k < dp->n_bind; k++) {
@@ -564,17 +545,6 @@ static bool needs_barrier(const hazards *h, const vk_dispatch *dp) {
             if (overlaps(&dp->bind[k], &h->r[i])) return true;
     }
     return false;
-}
-
-/* Whether dp needs a barrier before it; then its ranges join those since the last barrier. */
-static bool hazards_step(hazards *h, const vk_dispatch *dp) {
-    bool wait = needs_barrier(h, dp);
-    if (wait) h->nr = h->nw = 0;
-    for (uint32_t k = 0; k < dp->n_bind; k++) {
-        if (dp->reads & (1u << k)) h->r[h->nr++] = dp->bind[k];
-        if (dp->writes & (1u << k)) h->w[h->nw++] = dp->bind[k];
-    }
-    return wait;
 }
 
 static void compute_barrier(rlx_vk_device *d, VkCommandBuffer cb) {
@@ -597,125 +567,32 @@ static void barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags s
     d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-/* ---- the step between chained runs (vk_program_run_chain) ---- */
-
-
-/* The run's one EMBED dispatch when it looks up the program's input token in a table of plain floats
- * held by one binding, with 16-byte rows; else NULL. */
-static const vk_dispatch *token_embed(const rlx_program *p) {
-    const vk_dispatch *e = NULL;
-    for (size_t i = 0; i < p->run.n; i++) {
-        if (p->run.items[i].pipe->kernel != RLX_VK_KERNEL_embed) continue;
-        if (e) return NULL;
-        e = &p->run.items[i];
-    }
-    if (!e || p->nodes[e->node].info.in[1] != p->inputs[0] || !vk_plain_type(e->pipe->spec[1])) return NULL;
-    /* push: rows, d, row_bytes, part_row0, part_rows, vocab (shaders/embed.comp) */
-    return e->push[0] == 1 && e->push[3] == 0 && e->push[4] == e->push[5] && e->push[2] % 16 == 0 ? e : NULL;
-}
-
-/* Index of the first dispatch of list's last stage, as record_dispatches places the barriers. */
-static rlx_status last_stage(const vk_dispatch_list *list, size_t *first) {
-    hazards h = {0};
-    RLX_TRY(hazards_make(list, &h));
-    *first = 0;
-    for (size_t i = 0; i < list->n; i++)
-        if (hazards_step(&h, &list->items[i])) *first = i;
-    hazards_free(&h);
-    return NULL;
-}
-
-/* Whether range r is bound in the run's last stage other than as the x or norm weights of its last
- * dispatch, which that dispatch's other workgroups have read before its last one learns the argmax. */
-static rlx_status bound_at_end(const rlx_program *p, const vk_range *r, bool *bound) {
-    size_t first;
-    RLX_TRY(last_stage(&p->run, &first));
-    *bound = false;
-    for (size_t i = first; i < p->run.n; i++) {
-        const vk_dispatch *d = &p->run.items[i];
-        for (uint32_t k = 0; k < d->n_bind; k++) {
-            bool read_before = i == p->run.n - 1 && (k == 0 || k == 4);
-            if (!read_before && ((d->reads | d->writes) & (1u << k)) && overlaps(&d->bind[k], r)) *bound = true;
-        }
-    }
-    return NULL;
-}
-
-/* shaders/matvec_chain.comp: where the run ends in the logits matvec whose argmax (POST 2) is the program's
- * output and begins with the EMBED of its input token (token_embed), the chain's variant of that
- * matvec does the step and the next run's EMBED itself: neither takes a dispatch or a stage. The
- * embedded row must not be bound in the last stage (bound_at_end), and every argmax id must be a
- * row of the table. Sets chain_embed to the EMBED's index in the run. */
-static rlx_status emit_step_in_argmax(rlx_program *p, bool *done) {
-    *done = false;
-    const vk_dispatch *last = &p->run.items[p->run.n - 1], *e = token_embed(p);
-    if (!e || last->pipe->kernel != RLX_VK_KERNEL_matvec || last->pipe->spec[8] != 2 ||
-        p->nodes[last->node].post != p->outputs[0] || e->push[5] < last->push[4])
-        return NULL;
-    bool bound;
-    RLX_TRY(bound_at_end(p, &e->bind[2], &bound));
-    if (bound) return NULL;
-    uint32_t spec[RLX_VK_MAX_SPEC], push[15] = {0};
-    memcpy(spec, last->pipe->spec, sizeof spec);
-    spec[11] = e->pipe->spec[1];
-    vk_range bind[14];
-    memcpy(bind, last->bind, 11 * sizeof *bind);
-    bind[11] = e->bind[0];
-    bind[12] = e->bind[2];
-    bind[13] = (vk_range){p->in_dev.buffer, p->in_dev.offset, p->in_size};
-    memcpy(push, last->push, last->push_bytes);
-    push[11] = (uint32_t)(p->nodes[p->inputs[0]].input_offset / 4);
-    push[12] = (uint32_t)(p->ring_offset / 4);
-    push[13] = RLX_RUN_CHAIN_MAX;
-    push[14] = e->push[2] / 16;
-    p->chain_embed = (size_t)(e - p->run.items);
-    *done = true;
-    return vk_emit(p, &p->step, last->node, RLX_VK_KERNEL_matvec_chain, spec, bind, 14, last->reads | 0x2800u,
-                   last->writes | 0x3000u, push, sizeof push, last->groups);
-}
-
-/* The step between chained runs: in the logits matvec (emit_step_in_argmax), else a dispatch of
- * its own after the run (shaders/chain_step.comp). */
-static rlx_status emit_step(rlx_program *p) {
-    if (!p->ring_offset) return NULL;
-    bool done;
-    RLX_TRY(emit_step_in_argmax(p, &done));
-    if (done) return NULL;
-    const vk_node *in = &p->nodes[p->inputs[0]];
-    uint32_t spec[1] = {1};
-    uint32_t push[3] = {(uint32_t)(in->input_offset / 4), (uint32_t)(p->ring_offset / 4), RLX_RUN_CHAIN_MAX};
-    vk_range bind[2] = {vk_node_range(p, p->outputs[0]), {p->in_dev.buffer, p->in_dev.offset, p->in_size}};
-    return vk_emit(p, &p->step, p->outputs[0], RLX_VK_KERNEL_chain_step, spec, bind, 2, 1u, 2u, push, sizeof push, 1);
-}
-
-/* A chain's parts as dispatch lists (copies of the run's, their descriptor sets shared): chain_in,
- * the EMBED of the first run's token where the step embeds the others' (else empty), and
- * chain_run, one run with the step. */
-static rlx_status make_chain_lists(rlx_program *p) {
-    if (!p->step.n) return NULL;
-    bool in_argmax = p->step.items[0].pipe->kernel != RLX_VK_KERNEL_chain_step;
-    size_t run_n = in_argmax ? p->run.n - 1 : p->run.n;
-    for (size_t i = 0; i <= run_n; i++) {
-        vk_dispatch_list *list = in_argmax && i == p->chain_embed ? &p->chain_in : &p->chain_run;
-        RLX_TRY(list_reserve(list));
-        list->items[list->n++] = i < run_n ? p->run.items[i] : p->step.items[0];
-    }
-    return NULL;
-}
-
 static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk_dispatch_list *list,
                                     bool profile) {
     rlx_vk_device *d = p->b->dev;
     if (profile) d->vk.vkCmdResetQueryPool(cb, p->timestamps, 0, (uint32_t)(2 * list->n));
     hazards h = {0};
-    RLX_TRY(hazards_make(list, &h));
+    size_t cap = 0;
+    for (size_t i = 0; i < list->n; i++) cap += list->items[i].n_bind;
+    h.r = calloc(cap + 1, sizeof *h.r);
+    h.w = calloc(cap + 1, sizeof *h.w);
+    if (!h.r || !h.w) {
+        free(h.r);
+        free(h.w);
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: barrier plan of %zu dispatches", list->n);
+    }
     d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, rlx_vk_common_pipeline_layout(p->b->pipes), 0, 1,
                                   &p->common, 0, NULL);
     for (size_t i = 0; i < list->n; i++) {
         const vk_dispatch *dp = &list->items[i];
-        if (hazards_step(&h, dp)) {
+        if (needs_barrier(&h, dp)) {
             compute_barrier(d, cb);
             p->n_barriers++;
+            h.nr = h.nw = 0;
+        }
+        for (uint32_t k = 0; k < dp->n_bind; k++) {
+            if (dp->reads & (1u << k)) h.r[h.nr++] = dp->bind[k];
+            if (dp->writes & (1u << k)) h.w[h.nw++] = dp->bind[k];
         }
         d->vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->pipeline);
         d->vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, dp->pipe->layout, 1, 1, &dp->set, 0, NULL);
@@ -728,7 +605,8 @@ static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk
         if (profile)
             d->vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->timestamps, (uint32_t)(2 * i + 1));
     }
-    hazards_free(&h);
+    free(h.r);
+    free(h.w);
     return NULL;
 }
 
@@ -795,22 +673,20 @@ static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
             VK_ACCESS_HOST_READ_BIT);
 }
 
-/* A chain's command buffers: the input copy (and chain_in), one run with the step (submitted k
- * times in one batch, so recorded for simultaneous use), the output copy. A chain of k runs in one
- * command buffer instead measured slower on the H100 (Qwen3-0.6B F16 tg128 918 -> 907 t/s). */
+/* A chain's parts: the input copy, one run with the step after it (submitted k times in one batch,
+ * so recorded for simultaneous use), the output copy. */
 static rlx_status record_chain(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
     RLX_TRY(begin_cb(p, &p->cb_in, 0));
     record_input_copy(p, p->cb_in);
-    if (p->chain_in.n) {
-        RLX_TRY(record_dispatches(p, p->cb_in, &p->chain_in, false));
-        compute_barrier(d, p->cb_in);
-    }
     RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_in), "ending the input copy's command buffer");
     RLX_TRY(begin_cb(p, &p->cb_step, VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT));
-    RLX_TRY(record_dispatches(p, p->cb_step, &p->chain_run, false));
-    compute_barrier(d, p->cb_step);
-    RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_step), "ending the chain step's command buffer");
+    VkCommandBuffer cb = p->cb_step;
+    RLX_TRY(record_dispatches(p, cb, &p->run, false));
+    compute_barrier(d, cb);
+    RLX_TRY(record_dispatches(p, cb, &p->step, false));
+    compute_barrier(d, cb);
+    RLX_VK_TRY(d->vk.vkEndCommandBuffer(cb), "ending the chain step's command buffer");
     RLX_TRY(begin_cb(p, &p->cb_out, 0));
     record_output_copy(p, p->cb_out);
     RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_out), "ending the output copy's command buffer");
@@ -870,10 +746,6 @@ static void print_plan(const rlx_program *p, double ms) {
             "inputs %" PRIu64 " B, outputs %" PRIu64 " B, constants %" PRIu64 " B; compiled in %.1f ms\n",
             p->n_nodes, live, p->run.n, p->n_barriers, (double)arena / 1048576.0, p->n_bins, (uint64_t)p->in_size,
             (uint64_t)p->rb_size, (uint64_t)p->consts_size, ms);
-    if (p->step.n)
-        fprintf(stderr, "rlx vulkan plan: decodes ahead, the step between runs %s\n",
-                p->step.items[0].pipe->kernel == RLX_VK_KERNEL_chain_step ? "in a dispatch of its own"
-                                                                         : "and the next embed in the logits matvec");
 }
 
 static double ms_now(void) {
@@ -897,7 +769,6 @@ static rlx_status build(rlx_program *p, const rlx_graph *g) {
         if (p->nodes[i].live) RLX_TRY(vk_lower_node(p, i));
     RLX_TRY(emit_step(p));
     RLX_TRY(make_descriptors(p));
-    RLX_TRY(make_chain_lists(p));
     RLX_TRY(make_sync(p));
     RLX_TRY(run_init(p));
     RLX_TRY(record_run(p));
@@ -946,8 +817,6 @@ void vk_program_destroy(rlx_program *p) {
     free(p->init.items);
     free(p->run.items);
     free(p->step.items);
-    free(p->chain_in.items);
-    free(p->chain_run.items);
     free(p);
 }
 
@@ -1092,7 +961,7 @@ rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
 
 rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
     if (!p || !outs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: program and outs are required");
-    if (!p->step.n)
+    if (!p->cb_step)
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "run_chain: the program does not map one I32 token to one I32 id");
     if (k < 1 || k > RLX_RUN_CHAIN_MAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: %d runs is outside [1, %d]", k, RLX_RUN_CHAIN_MAX);

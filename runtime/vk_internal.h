@@ -180,15 +180,9 @@ struct rlx_program {
     VkDescriptorSet common;       /* set 0, from pool */
     VkCommandPool cmd_pool;       /* owned: this program's command buffers */
     VkCommandBuffer cb;           /* one run: the input copy, the dispatches, the output copy */
-    /* A chain (vk_program_run_chain): cb_in, then cb_step k times, then cb_out; all
-     * VK_NULL_HANDLE where step is empty. step holds the step between runs where the program can
-     * decode ahead: a CHAIN_STEP dispatch, or the chain's variant of the logits matvec, which also
-     * embeds the next token (shaders/matvec_chain.comp; chain_embed: the EMBED's index in run).
-     * cb_in copies the input and runs chain_in (the first token's EMBED where the step embeds the
-     * others'); cb_step runs chain_run, the run with the step (copies of the dispatches, their
-     * descriptor sets shared). */
-    vk_dispatch_list step, chain_in, chain_run;
-    size_t chain_embed;
+    /* A chain (vk_program_run_chain): cb_in, then cb_step k times (the dispatches, then the step),
+     * then cb_out; all VK_NULL_HANDLE where step is empty. */
+    vk_dispatch_list step;        /* CHAIN_STEP where the program can decode ahead, else empty */
     VkCommandBuffer cb_in, cb_step, cb_out;
     VkDeviceSize ring_offset;     /* where the chain's outputs gather, in the input region ... */
     VkDeviceSize rb_ring_offset;  /* ... and in the readback */

@@ -20,7 +20,7 @@ typedef enum {
 } rlx_vk_kernel;
 
 #define RLX_VK_MAX_SPEC 12
-#define RLX_VK_MAX_BINDINGS 14
+#define RLX_VK_MAX_BINDINGS 12
 #define RLX_VK_PUSH_BYTES 128 /* the minimum maxPushConstantsSize Vulkan guarantees */
 #define RLX_VK_COMMON_BINDINGS 2 /* set 0: scalars, status */
 

@@ -20,12 +20,6 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
-// MATVEC_CHAIN (shaders/matvec_chain.comp; POST 2, the step of a chain, runtime/vk_compile.c
-// emit_step_in_argmax): the workgroup that finds the argmax also does what shaders/chain_step.comp
-// does between chained runs (the id becomes the next run's token and joins the ring; n_past moves
-// on) and that run's EMBED of the id, a row of plain floats, so that neither has a dispatch or a
-// stage of its own. A kernel of its own, because its three more bindings cost every other matvec
-// dispatch (H100: Qwen3-0.6B F16 tg128 918 -> 910 t/s with them on all).
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
 // also read the K and V cache rows that attention will walk (rows below n_past, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
@@ -65,9 +59,6 @@ layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (b
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
 layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindings 9 and 10, see above
-#ifdef MATVEC_CHAIN
-layout(constant_id = 11) const uint E_TYPE = 1; // the embedding table's type (F32, F16, BF16)
-#endif
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -101,11 +92,6 @@ layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
 const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
 layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM: the K cache [rows][warm_row16]
 layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
-#ifdef MATVEC_CHAIN
-layout(set = 1, binding = 11) readonly buffer Emb { uvec4 emb[]; };        // the embedding table
-layout(set = 1, binding = 12) writeonly buffer EmbOut { vec4 emb_out[]; }; // the EMBED's output
-layout(set = 1, binding = 13) buffer Words { uint words[]; }; // the input region (chain_step.comp)
-#endif
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -119,12 +105,6 @@ layout(push_constant) uniform Push {
     float post_eps; // POST
     uint groups;    // POST, WARM: workgroups dispatched
     uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
-#ifdef MATVEC_CHAIN
-    uint token_word; // the input token, in words from the input region's start
-    uint ring_word;  // the ring's first entry
-    uint ring_len;
-    uint emb_row16;  // 16-byte words per table row
-#endif
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -173,8 +153,8 @@ uint funnel(uint a, uint b, uint sh) { return sh == 0u ? a : (a >> 16) | (b << 1
 
 // ---- F32 (4 values per unit), F16 and BF16 (8): one 16-byte load ----
 
-void plain8_of(uint type, uvec4 q, out vec4 lo, out vec4 hi) {
-    if (type == T_BF16) {
+void plain8(uvec4 q, out vec4 lo, out vec4 hi) {
+    if (W_TYPE == T_BF16) {
         lo = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
         hi = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
     } else {
@@ -182,8 +162,6 @@ void plain8_of(uint type, uvec4 q, out vec4 lo, out vec4 hi) {
         hi = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
     }
 }
-
-void plain8(uvec4 q, out vec4 lo, out vec4 hi) { plain8_of(W_TYPE, q, lo, hi); }
 
 void mv_plain() {
     uint per = W_TYPE == T_F32 ? 4u : 8u, n = p.k / per;
@@ -496,37 +474,6 @@ bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
     return counted_last(c, n);
 }
 
-#ifdef MATVEC_CHAIN
-// See above: the step, then the next run's embedded row of id, decoded in 16-byte words, four per
-// lane in flight. The id is below the table's rows (the host checks the shapes).
-void chain_next(uint id) {
-    if (subgroupElect()) {
-        uint fill = words[2];
-        if (fill < p.ring_len) words[p.ring_word + fill] = id;
-        words[2] = fill + 1u;
-        words[0] += 1u;
-        words[p.token_word] = id;
-    }
-    uint n = p.emb_row16, base = id * n, sgs = gl_SubgroupSize;
-    for (uint u0 = gl_SubgroupInvocationID; u0 < n; u0 += 4u * sgs) {
-        uvec4 q[4];
-        [[unroll]] for (uint e = 0u; e < 4u; e++) q[e] = emb[base + min(u0 + e * sgs, n - 1u)];
-        [[unroll]] for (uint e = 0u; e < 4u; e++) {
-            uint u = u0 + e * sgs;
-            if (u >= n) continue;
-            if (E_TYPE == T_F32) {
-                emb_out[u] = uintBitsToFloat(q[e]);
-                continue;
-            }
-            vec4 lo, hi;
-            plain8_of(E_TYPE, q[e], lo, hi);
-            emb_out[2u * u] = lo;
-            emb_out[2u * u + 1u] = hi;
-        }
-    }
-}
-#endif
-
 // Sync block words (runtime/vk_fuse.c vk_post_sync_bytes): [0] teams done, [64 + team] the team's
 // workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
 void post_argmax(uint gid, float v, uint i) {
@@ -552,9 +499,6 @@ void post_argmax(uint gid, float v, uint i) {
         argmax_out[0] = bi;
         sync_w[0] = 0u;
     }
-#ifdef MATVEC_CHAIN
-    chain_next(bi);
-#endif
 }
 
 // ---- WARM ----
