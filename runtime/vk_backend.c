@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/vk_fault.h"
+#include "runtime/vk_knobs.h"
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
 
@@ -222,6 +223,7 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     const char *fusion = getenv("RLX_VK_FUSION");
     b->fusion = !(fusion && strcmp(fusion, "0") == 0);
     rlx_status s = rlx_vk_fault_arm_from_env();
+    if (!s) s = rlx_vk_knobs_check();
     if (!s) s = rlx_vk_device_open(device, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");
     /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size) */

@@ -19,7 +19,12 @@
  *                                         into L2 by the V matvec: never, or wherever it can
  *                                         (default: a GPU's plain-type rows of 4,096+; vk_fuse.c)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
- *                                         submit fails (vk_fault.h; tests and robustness checks) */
+ *                                         submit fails (vk_fault.h; tests and robustness checks)
+ *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW, RLX_VK_COOPMAT_TM / _DEPTH
+ *                                         (read at each compile) tuning knobs (docs/ARCHITECTURE.md)
+ * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
+ * created, RLX_VK_WARM and the tuning knobs then and at each compile (vk_knobs.h), RLX_VK_COOPMAT at
+ * each compile. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "runtime/vk_internal.h"
+#include "runtime/vk_knobs.h"
 #include "runtime/vk_status.h"
 
 #define SCALARS_BYTES 16
@@ -781,6 +782,7 @@ rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan compile: session, graph and out are required");
     rlx_status st = rlx_graph_verify(g);
     if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
+    RLX_TRY(rlx_vk_knobs_check());
     rlx_program *p = calloc(1, sizeof *p);
     if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
     p->s = s;

@@ -174,8 +174,8 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
  * V matvec is Q4_K or Q6_K; why it lost was not measured). */
 #define WARM_MIN_K 4096
 
-/* RLX_VK_WARM=0|1 (read at each compile): never warm, or wherever mark_warm can; unset or other
- * values: the default above. */
+/* RLX_VK_WARM=0|1 (read at each compile; other values are refused, runtime/vk_knobs.h): never
+ * warm, or wherever mark_warm can; unset or empty: the default above. */
 static bool warm_wanted(const rlx_program *p, rlx_node mm) {
     const char *v = getenv("RLX_VK_WARM");
     if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) return v[0] == '1';

@@ -27,6 +27,7 @@ if(RLX_VULKAN)
   rlx_add_vk_test(test_vk_ops)
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
+  rlx_add_vk_test(test_vk_knobs)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
   # Prefill matmuls on cooperative matrices default to f16 operands (runtime/vk_lower.c

@@ -1,0 +1,45 @@
+/* Validation of the tuning knobs (vk_knobs.h). The planners read them with their own, sometimes
+ * narrower, bounds that depend on the device or the matmul (RLX_VK_MATVEC_WG up to the device's
+ * workgroup, RLX_VK_MATVEC_R up to 8 / x rows): a value valid here but outside those falls back to
+ * the plan's default there. */
+#include "runtime/vk_knobs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct knob {
+    const char *name;
+    unsigned long long lo, hi; /* a power of two (or 0 where lo is 0) in [lo, hi] */
+} knob;
+
+static const knob knobs[] = {
+    {"RLX_VK_MATVEC_TRIPS", 1, 64},     {"RLX_VK_MATVEC_WG", 32, 1024}, {"RLX_VK_MATVEC_R", 1, 8},
+    {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536}, {"RLX_VK_MATVEC_NX", 1, 8}, {"RLX_VK_MATVEC_UNR", 1, 8},
+    {"RLX_VK_ATTN_GW", 1, 4},           {"RLX_VK_COOPMAT_TM", 64, 128}, {"RLX_VK_COOPMAT_DEPTH", 1, 2},
+    {"RLX_VK_WARM", 0, 1},
+};
+
+static bool valid(const knob *k, const char *v) {
+    if (*v < '0' || *v > '9') return false;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    return !*end && errno == 0 && x >= k->lo && x <= k->hi && (x & (x - 1)) == 0;
+}
+
+rlx_status rlx_vk_knobs_check(void) {
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        const knob *k = &knobs[i];
+        const char *v = getenv(k->name);
+        if (!v || !*v || valid(k, v)) continue;
+        if (k->lo == 0)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected 0 or 1, or unset for the default",
+                              k->name, v);
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "%s='%s': expected a power of two from %llu to %llu, or unset for the default", k->name,
+                          v, k->lo, k->hi);
+    }
+    return NULL;
+}

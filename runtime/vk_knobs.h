@@ -1,0 +1,14 @@
+/* The Vulkan backend's tuning knobs (docs/ARCHITECTURE.md, "Tuning knobs"): environment variables
+ * that override the plans runtime/vk_lower.c and vk_fuse.c make from H100 measurements, read when a
+ * program is compiled. Each takes a power of two in a range (RLX_VK_WARM: 0 or 1); an unset or
+ * empty variable means the default. A set value that is anything else would otherwise measure the
+ * default without a word, so rlx_vk_knobs_check refuses it, naming the variable and what it takes:
+ * the backend checks when it is created and again before each compile. */
+#ifndef RLX_RUNTIME_VK_KNOBS_H
+#define RLX_RUNTIME_VK_KNOBS_H
+
+#include "rlx/status.h"
+
+rlx_status rlx_vk_knobs_check(void);
+
+#endif
