@@ -40,12 +40,7 @@ static rlx_status compile_matvec(rlx_backend *b) {
     vkt_graph_init(&t);
     rlx_node x = vkt_input_f32(&t, &r, vkt_shape(2, 1, 64, 0), 1.0f);
     rlx_graph_mark_output(t.g, rlx_matmul(t.g, x, vkt_graph_weight(&t, &r, RLX_DTYPE_F16, 2, 32, 64, 0)), "y");
-    rlx_session *s = NULL;
-    rlx_program *p = NULL;
-    rlx_status st = b->ops->session_create(b, t.w, t.nw, &t.kv, &s);
-    if (!st) st = b->ops->compile(s, t.g, &p);
-    if (p) b->ops->program_destroy(p);
-    if (s) b->ops->session_destroy(s);
+    rlx_status st = vkt_compile_status(b, &t);
     vkt_graph_free(&t);
     return st;
 }

@@ -140,6 +140,16 @@ void vkt_graph_free(vkt_graph *t) {
     for (int i = 0; i < t->nin; i++) free(t->in[i]);
 }
 
+rlx_status vkt_compile_status(rlx_backend *b, const vkt_graph *t) {
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    rlx_status st = b->ops->session_create(b, t->w, t->nw, &t->kv, &s);
+    if (!st) st = b->ops->compile(s, t->g, &p);
+    if (p) b->ops->program_destroy(p);
+    if (s) b->ops->session_destroy(s);
+    return st;
+}
+
 rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
     int64_t d[3] = {d0, d1, d2};
     return rlx_shape_make(rank, d);

@@ -48,6 +48,9 @@ typedef struct vkt_graph {
 
 void vkt_graph_init(vkt_graph *t); /* exits 1 when the graph cannot be created */
 void vkt_graph_free(vkt_graph *t);
+/* The status of compiling t's graph on b, in a session of its own (the session's status where that
+ * fails); the program and session are gone again when it returns. */
+rlx_status vkt_compile_status(rlx_backend *b, const vkt_graph *t);
 rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2);
 /* A new F32 input of uniform values in [-a, a]. */
 rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a);
