@@ -253,6 +253,8 @@ rlx_vk_pipeline_stats rlx_vk_backend_pipeline_stats(const rlx_backend *b) {
     return rlx_vk_pipelines_get_stats(((const rlx_vk_backend *)b)->pipes);
 }
 
+bool rlx_vk_backend_polls(const rlx_backend *b) { return ((const rlx_vk_backend *)b)->dev->polls; }
+
 rlx_vk_heap_stats rlx_vk_backend_device_memory(const rlx_backend *b) {
     return rlx_vk_heap_get_stats(((const rlx_vk_backend *)b)->dev_heap);
 }

@@ -22,9 +22,11 @@
  *                                         submit fails (vk_fault.h; tests and robustness checks)
  *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW, RLX_VK_COOPMAT_TM / _DEPTH
  *                                         (read at each compile) tuning knobs (docs/ARCHITECTURE.md)
+ *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
+ *                                         default on a GPU), or block (on a CPU device; vk_device.c)
  * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
- * created, RLX_VK_WARM and the tuning knobs then and at each compile (vk_knobs.h), RLX_VK_COOPMAT at
- * each compile. */
+ * created, RLX_VK_WAIT, RLX_VK_WARM and the tuning knobs then and at each compile (vk_knobs.h),
+ * RLX_VK_COOPMAT at each compile. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 
@@ -36,5 +38,7 @@
 const rlx_vk_caps *rlx_vk_backend_caps(const rlx_backend *b);
 rlx_vk_pipeline_stats rlx_vk_backend_pipeline_stats(const rlx_backend *b);
 rlx_vk_heap_stats rlx_vk_backend_device_memory(const rlx_backend *b);
+/* Whether its submits poll their fences (a GPU, or RLX_VK_WAIT=poll) rather than block. */
+bool rlx_vk_backend_polls(const rlx_backend *b);
 
 #endif

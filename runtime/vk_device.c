@@ -598,6 +598,18 @@ static bool shader_stats_on(const rlx_vk_caps *c) {
     return c->executable_props;
 }
 
+/* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
+ * wake-up latency of ~0.1 ms (more in virtual machines), so a GPU's fences are polled. Not a CPU
+ * device's: there the polling thread would take a core from the device. RLX_VK_WAIT=poll|block
+ * overrides that (runtime/vk_knobs.h checks the value), so that the polled path also runs on
+ * lavapipe in CI (tests/vulkan.cmake). */
+static bool polls_fences(const rlx_vk_caps *c) {
+    const char *v = getenv("RLX_VK_WAIT");
+    if (v && strcmp(v, "poll") == 0) return true;
+    if (v && strcmp(v, "block") == 0) return false;
+    return !c->is_cpu;
+}
+
 static rlx_status create_device(rlx_vk_device *d) {
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {
@@ -613,6 +625,7 @@ static rlx_status create_device(rlx_vk_device *d) {
     };
     device_extras extras;
     d->shader_stats = shader_stats_on(d->caps);
+    d->polls = polls_fences(d->caps);
     device_extras_chain(d->caps, d->shader_stats, &extras, &info);
     RLX_VK_TRY(vkCreateDevice(d->phys, &info, NULL, &d->dev), "creating the Vulkan device");
     volkLoadDeviceTable(&d->vk, d->dev);
@@ -682,10 +695,7 @@ static VkResult submit_wait(rlx_vk_device *d, const VkCommandBuffer *cbs, uint32
     pthread_mutex_unlock(&d->queue_lock);
     if (r < 0) return r;
     double start = now_ms();
-    /* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
-     * wake-up latency of ~0.1 ms (more in virtual machines), so a GPU is polled. Not a CPU device:
-     * there the polling thread would take a core from the device. */
-    if (!d->caps->is_cpu) {
+    if (d->polls) {
         if (expect_ms > RLX_VK_SPIN_MS) {
             double margin = expect_ms / 8.0 > 0.5 ? expect_ms / 8.0 : 0.5;
             r = d->vk.vkWaitForFences(d->dev, 1, &fence, VK_TRUE, (uint64_t)((expect_ms - margin) * 1e6));

@@ -120,6 +120,7 @@ typedef struct rlx_vk_device {
     uint64_t max_binding;           /* the largest range one descriptor may bind (see vk_device.c) */
     atomic_bool lost;               /* a submit reported VK_ERROR_DEVICE_LOST: every later one fails at once */
     bool shader_stats;              /* created for RLX_VK_SHADER_STATS: pipelines capture statistics */
+    bool polls;                     /* a submit polls its fence (a GPU, or RLX_VK_WAIT=poll; see vk_device.c) */
 } rlx_vk_device;
 
 /* Acquires the registry, chooses a device (see rlx_vk_device_choose) and creates it. */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct knob {
     const char *name;
@@ -21,6 +22,13 @@ static const knob knobs[] = {
     {"RLX_VK_WARM", 0, 1},
 };
 
+/* Knobs that take a word. */
+typedef struct word_knob {
+    const char *name, *words[2];
+} word_knob;
+
+static const word_knob word_knobs[] = {{"RLX_VK_WAIT", {"poll", "block"}}};
+
 static bool valid(const knob *k, const char *v) {
     if (*v < '0' || *v > '9') return false;
     char *end;
@@ -30,6 +38,13 @@ static bool valid(const knob *k, const char *v) {
 }
 
 rlx_status rlx_vk_knobs_check(void) {
+    for (size_t i = 0; i < sizeof word_knobs / sizeof word_knobs[0]; i++) {
+        const word_knob *k = &word_knobs[i];
+        const char *v = getenv(k->name);
+        if (v && *v && strcmp(v, k->words[0]) != 0 && strcmp(v, k->words[1]) != 0)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected %s or %s, or unset for the default", k->name,
+                              v, k->words[0], k->words[1]);
+    }
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const knob *k = &knobs[i];
         const char *v = getenv(k->name);

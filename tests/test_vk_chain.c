@@ -3,11 +3,14 @@
  * ids equal those of k single runs that feed the argmax back on the host, the last id also lands in
  * the output, and the KV cache afterwards is the same (the next single step gives the same id and
  * the same logits from a twin program). Bad calls are refused: k outside [1, RLX_RUN_CHAIN_MAX], a
- * chain past the cache, and a program that is not one I32 token in and one I32 id out. */
+ * chain past the cache, and a program that is not one I32 token in and one I32 id out. Under
+ * RLX_VK_WAIT=poll (the test test_vk_chain_polled) every submit waits as on a GPU, sleeping until
+ * shortly before the expected end and then polling: the same checks, and that the backend polls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/vk_backend.h"
 #include "test_util.h"
 #include "test_vk_util.h"
 
@@ -124,6 +127,11 @@ static void check_not_chainable(rlx_backend *b, const rlx_weight *w, size_t nw) 
 
 int main(void) {
     rlx_backend *b = vkt_backend();
+    /* RLX_VK_WAIT=poll (test_vk_chain_polled): the GPU's way of waiting, here on any device */
+    const char *wait = getenv("RLX_VK_WAIT");
+    bool want_polls = wait && strcmp(wait, "poll") == 0;
+    printf("fences %s\n", rlx_vk_backend_polls(b) ? "polled" : "waited for by blocking");
+    if (want_polls) T_CHECK(rlx_vk_backend_polls(b), "RLX_VK_WAIT=poll, but the backend blocks on its fences");
     T_CHECK(b->ops->run_chain != NULL, "the Vulkan backend has no run_chain");
     vkt_rng r = {2026};
     rlx_weight w[4] = {vkt_weight(&r, "emb", RLX_DTYPE_F16, 2, D, VOCAB, 1),

@@ -1,5 +1,6 @@
 /* The tuning knobs' checks (runtime/vk_knobs.h). Expectations from the ranges docs/ARCHITECTURE.md
- * and runtime/vk_backend.h document for each knob (a power of two in a range; RLX_VK_WARM 0 or 1):
+ * and runtime/vk_backend.h document for each knob (a power of two in a range; RLX_VK_WARM 0 or 1;
+ * RLX_VK_WAIT poll or block):
  *   - a set value outside them (not a number, junk after the digits, not a power of two, out of
  *     range) makes backend creation fail with RLX_ERR_INVALID_ARGUMENT, naming the knob and value;
  *   - set after the backend exists, it makes the next compile fail the same way;
@@ -29,6 +30,7 @@ static const knob_case cases[] = {
     {"RLX_VK_COOPMAT_TM", {"32", "256", "96", "0"}, {"64", "128"}},
     {"RLX_VK_COOPMAT_DEPTH", {"4", "3", "0", "deep"}, {"1", "2"}},
     {"RLX_VK_WARM", {"2", "yes", "on", "-1"}, {"0", "1"}},
+    {"RLX_VK_WAIT", {"spin", "1", "Poll", "poll "}, {"poll", "block"}},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -27,6 +27,12 @@ if(RLX_VULKAN)
   rlx_add_vk_test(test_vk_ops)
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
+  # The fence wait of a GPU (poll; sleep first when the run is expected to outlast the poll:
+  # runtime/vk_device.c submit_wait) on lavapipe, which is otherwise waited for by blocking; the
+  # sleep is reached by vk_runner_argmax_polled below.
+  add_test(NAME test_vk_chain_polled COMMAND test_vk_chain)
+  set_tests_properties(test_vk_chain_polled PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV};RLX_VK_WAIT=poll")
   rlx_add_vk_test(test_vk_knobs)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
@@ -76,6 +82,10 @@ if(RLX_VULKAN)
   endif()
   rlx_add_vk_run(vk_path_parity_stories260K test_path_parity stories260K)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
+  # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
+  # expected to take longer than the poll, so each submit sleeps, then polls (vk_device.c)
+  rlx_add_vk_run(vk_runner_argmax_polled test_runner_argmax)
+  set_property(TEST vk_runner_argmax_polled APPEND PROPERTY ENVIRONMENT RLX_VK_WAIT=poll)
   foreach(m qwen3/qwen3-F32 qwen3/qwen3-Q4_K_M llama32/llama32-Q8_0 gemma3/gemma3-F16 qwen3moe/qwen3moe-Q8_0)
     string(REPLACE "/" "_" tag ${m})
     rlx_add_vk_run(vk_path_parity_${tag} test_path_parity models/${m}.gguf)
