@@ -11,7 +11,8 @@
  *                                         intermediate memory, compile time) and each run's time
  *   RLX_VK_PROFILE=1                      GPU timestamps around every dispatch, summed per kernel
  *   RLX_VK_PROFILE=2                      ... and every dispatch on its own line (op, shape, weight type)
- *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit, to exercise weight splitting
+ *   RLX_VK_MAX_BINDING_BYTES=<n>          a smaller binding limit (n >= 4096; none where n is not
+ *                                         below the device's), to exercise weight splitting
  *   RLX_VK_COOPMAT=mixed|exact|0          (read at each compile) the prefill matmul on cooperative
  *                                         matrices: f16 operands (default), f32-accurate split
  *                                         operands, or not at all (vk_lower.c coopmat_mode)
@@ -25,8 +26,8 @@
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
  *                                         default on a GPU), or block (on a CPU device; vk_device.c)
  * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
- * created, RLX_VK_WAIT, RLX_VK_WARM and the tuning knobs then and at each compile (vk_knobs.h),
- * RLX_VK_COOPMAT at each compile. */
+ * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM and the tuning knobs then and at each
+ * compile (vk_knobs.h), RLX_VK_COOPMAT at each compile. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 

@@ -5,6 +5,7 @@
 #include "runtime/vk_knobs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,14 +13,18 @@
 
 typedef struct knob {
     const char *name;
-    unsigned long long lo, hi; /* a power of two (or 0 where lo is 0) in [lo, hi] */
+    unsigned long long lo, hi; /* a whole number in [lo, hi] ... */
+    bool pow2;                 /* ... and a power of two (or 0 where lo is 0) */
 } knob;
 
 static const knob knobs[] = {
-    {"RLX_VK_MATVEC_TRIPS", 1, 64},     {"RLX_VK_MATVEC_WG", 32, 1024}, {"RLX_VK_MATVEC_R", 1, 8},
-    {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536}, {"RLX_VK_MATVEC_NX", 1, 8}, {"RLX_VK_MATVEC_UNR", 1, 8},
-    {"RLX_VK_ATTN_GW", 1, 4},           {"RLX_VK_COOPMAT_TM", 64, 128}, {"RLX_VK_COOPMAT_DEPTH", 1, 2},
-    {"RLX_VK_WARM", 0, 1},
+    {"RLX_VK_MATVEC_TRIPS", 1, 64, true},     {"RLX_VK_MATVEC_WG", 32, 1024, true},
+    {"RLX_VK_MATVEC_R", 1, 8, true},          {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, true},
+    {"RLX_VK_MATVEC_NX", 1, 8, true},         {"RLX_VK_MATVEC_UNR", 1, 8, true},
+    {"RLX_VK_ATTN_GW", 1, 4, true},           {"RLX_VK_COOPMAT_TM", 64, 128, true},
+    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},     {"RLX_VK_WARM", 0, 1, true},
+    /* a smaller binding limit than the device's, to exercise weight splitting (vk_device.c) */
+    {"RLX_VK_MAX_BINDING_BYTES", 4096, ULLONG_MAX, false},
 };
 
 /* Knobs that take a word. */
@@ -34,7 +39,7 @@ static bool valid(const knob *k, const char *v) {
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    return !*end && errno == 0 && x >= k->lo && x <= k->hi && (x & (x - 1)) == 0;
+    return !*end && errno == 0 && x >= k->lo && x <= k->hi && (!k->pow2 || (x & (x - 1)) == 0);
 }
 
 rlx_status rlx_vk_knobs_check(void) {
@@ -52,6 +57,9 @@ rlx_status rlx_vk_knobs_check(void) {
         if (k->lo == 0)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected 0 or 1, or unset for the default",
                               k->name, v);
+        if (!k->pow2)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected a whole number from %llu, or unset",
+                              k->name, v, k->lo);
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "%s='%s': expected a power of two from %llu to %llu, or unset for the default", k->name,
                           v, k->lo, k->hi);

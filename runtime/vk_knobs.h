@@ -1,7 +1,7 @@
 /* The Vulkan backend's tuning knobs (docs/ARCHITECTURE.md, "Tuning knobs"): environment variables
  * that override the plans runtime/vk_lower.c and vk_fuse.c make from H100 measurements, read when a
- * program is compiled, and RLX_VK_WAIT=poll|block (how a submit waits, vk_device.c; read when a
- * device is opened). Each plan knob takes a power of two in a range (RLX_VK_WARM: 0 or 1); an
+ * program is compiled, RLX_VK_WAIT=poll|block (how a submit waits) and RLX_VK_MAX_BINDING_BYTES
+ * (a smaller binding limit, at least 4096; both read when a device is opened, vk_device.c). Each plan knob takes a power of two in a range (RLX_VK_WARM: 0 or 1); an
  * unset or empty variable means the default. A set value that is anything else would otherwise measure the
  * default without a word, so rlx_vk_knobs_check refuses it, naming the variable and what it takes:
  * the backend checks when it is created and again before each compile. */
