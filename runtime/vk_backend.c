@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "runtime/vk_fault.h"
-#include "runtime/vk_knobs.h"
 #include "runtime/vk_internal.h"
+#include "runtime/vk_knobs.h"
 #include "runtime/vk_status.h"
 
 /* ---- session ---- */

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "runtime/vk_fault.h"
+#include "runtime/vk_knobs.h"
 #include "runtime/vk_status.h"
 
 /* A hung or lost GPU must come back as an error, not block forever. */
@@ -604,10 +605,8 @@ static bool shader_stats_on(const rlx_vk_caps *c) {
  * overrides that (runtime/vk_knobs.h checks the value), so that the polled path also runs on
  * lavapipe in CI (tests/vulkan.cmake). */
 static bool polls_fences(const rlx_vk_caps *c) {
-    const char *v = getenv("RLX_VK_WAIT");
-    if (v && strcmp(v, "poll") == 0) return true;
-    if (v && strcmp(v, "block") == 0) return false;
-    return !c->is_cpu;
+    int set = rlx_vk_knob_word("RLX_VK_WAIT"); /* 0: poll, 1: block */
+    return set >= 0 ? set == 0 : !c->is_cpu;
 }
 
 static rlx_status create_device(rlx_vk_device *d) {

@@ -4,8 +4,7 @@
  * dispatch per node that was not absorbed. */
 #include "runtime/vk_lower.h"
 
-#include <stdlib.h>
-#include <string.h>
+#include "runtime/vk_knobs.h"
 
 /* Node j can be folded into its single consumer: computed, read once, not an output. */
 static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
@@ -177,8 +176,8 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
 /* RLX_VK_WARM=0|1 (read at each compile; other values are refused, runtime/vk_knobs.h): never
  * warm, or wherever mark_warm can; unset or empty: the default above. */
 static bool warm_wanted(const rlx_program *p, rlx_node mm) {
-    const char *v = getenv("RLX_VK_WARM");
-    if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) return v[0] == '1';
+    int set = rlx_vk_knob_word("RLX_VK_WARM");
+    if (set >= 0) return set == 1;
     return !p->b->dev->caps->is_cpu && vk_plain_type(matrix_of(p, in1(p, mm)).type) &&
            last_dim(in(p, mm, 0)) >= WARM_MIN_K;
 }

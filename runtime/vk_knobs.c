@@ -7,14 +7,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct knob {
     const char *name;
     unsigned long long lo, hi; /* a whole number in [lo, hi] ... */
-    bool pow2;                 /* ... and a power of two (or 0 where lo is 0) */
+    bool pow2;                 /* ... and a power of two */
 } knob;
 
 static const knob knobs[] = {
@@ -22,17 +21,31 @@ static const knob knobs[] = {
     {"RLX_VK_MATVEC_R", 1, 8, true},          {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, true},
     {"RLX_VK_MATVEC_NX", 1, 8, true},         {"RLX_VK_MATVEC_UNR", 1, 8, true},
     {"RLX_VK_ATTN_GW", 1, 4, true},           {"RLX_VK_COOPMAT_TM", 64, 128, true},
-    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},     {"RLX_VK_WARM", 0, 1, true},
+    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},
     /* a smaller binding limit than the device's, to exercise weight splitting (vk_device.c) */
     {"RLX_VK_MAX_BINDING_BYTES", 4096, ULLONG_MAX, false},
 };
 
-/* Knobs that take a word. */
+/* Knobs that take one of two words (rlx_vk_knob_word). */
 typedef struct word_knob {
     const char *name, *words[2];
 } word_knob;
 
-static const word_knob word_knobs[] = {{"RLX_VK_WAIT", {"poll", "block"}}};
+static const word_knob word_knobs[] = {{"RLX_VK_WAIT", {"poll", "block"}}, {"RLX_VK_WARM", {"0", "1"}}};
+
+/* Index of v among k's words, or -1. */
+static int word_of(const word_knob *k, const char *v) {
+    for (int w = 0; w < 2; w++)
+        if (strcmp(v, k->words[w]) == 0) return w;
+    return -1;
+}
+
+int rlx_vk_knob_word(const char *name) {
+    const char *v = getenv(name);
+    for (size_t i = 0; v && i < sizeof word_knobs / sizeof word_knobs[0]; i++)
+        if (strcmp(word_knobs[i].name, name) == 0) return word_of(&word_knobs[i], v);
+    return -1;
+}
 
 static bool valid(const knob *k, const char *v) {
     if (*v < '0' || *v > '9') return false;
@@ -46,7 +59,7 @@ rlx_status rlx_vk_knobs_check(void) {
     for (size_t i = 0; i < sizeof word_knobs / sizeof word_knobs[0]; i++) {
         const word_knob *k = &word_knobs[i];
         const char *v = getenv(k->name);
-        if (v && *v && strcmp(v, k->words[0]) != 0 && strcmp(v, k->words[1]) != 0)
+        if (v && *v && word_of(k, v) < 0)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected %s or %s, or unset for the default", k->name,
                               v, k->words[0], k->words[1]);
     }
@@ -54,9 +67,6 @@ rlx_status rlx_vk_knobs_check(void) {
         const knob *k = &knobs[i];
         const char *v = getenv(k->name);
         if (!v || !*v || valid(k, v)) continue;
-        if (k->lo == 0)
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected 0 or 1, or unset for the default",
-                              k->name, v);
         if (!k->pow2)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected a whole number from %llu, or unset",
                               k->name, v, k->lo);
