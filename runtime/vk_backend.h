@@ -19,6 +19,10 @@
  *   RLX_VK_WARM=0|1                       (read at each compile) decode attention's cache rows read
  *                                         into L2 by the V matvec: never, or wherever it can
  *                                         (default: a GPU's plain-type rows of 4,096+; vk_fuse.c)
+ *   RLX_VK_WARM_NEXT=<KiB>                (read at each compile) how much of the next stage's
+ *                                         weights a decode stage's last matvec has read into L2
+ *                                         after it: 0 never, else wherever it can (default: 3,072
+ *                                         on a GPU for plain-type rows of 4,096+; vk_warm_next.c)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks)
  *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW, RLX_VK_COOPMAT_TM / _DEPTH
@@ -26,7 +30,7 @@
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
  *                                         default on a GPU), or block (on a CPU device; vk_device.c)
  * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
- * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM and the tuning knobs then and at each
+ * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM, RLX_VK_WARM_NEXT and the tuning knobs then and at each
  * compile (vk_knobs.h), RLX_VK_COOPMAT at each compile. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H

@@ -21,7 +21,7 @@ static const knob knobs[] = {
     {"RLX_VK_MATVEC_R", 1, 8, true},          {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, true},
     {"RLX_VK_MATVEC_NX", 1, 8, true},         {"RLX_VK_MATVEC_UNR", 1, 8, true},
     {"RLX_VK_ATTN_GW", 1, 4, true},           {"RLX_VK_COOPMAT_TM", 64, 128, true},
-    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},
+    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},     {"RLX_VK_WARM_NEXT", 0, 1048576, false},
     /* a smaller binding limit than the device's, to exercise weight splitting (vk_device.c) */
     {"RLX_VK_MAX_BINDING_BYTES", 4096, ULLONG_MAX, false},
 };
@@ -67,9 +67,13 @@ rlx_status rlx_vk_knobs_check(void) {
         const knob *k = &knobs[i];
         const char *v = getenv(k->name);
         if (!v || !*v || valid(k, v)) continue;
-        if (!k->pow2)
+        if (!k->pow2 && k->hi == ULLONG_MAX)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected a whole number from %llu, or unset",
                               k->name, v, k->lo);
+        if (!k->pow2)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                              "%s='%s': expected a whole number from %llu to %llu, or unset for the default", k->name,
+                              v, k->lo, k->hi);
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "%s='%s': expected a power of two from %llu to %llu, or unset for the default", k->name,
                           v, k->lo, k->hi);

@@ -710,6 +710,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
             RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, post != RLX_NO_NODE ? 0x144u : 4u,
                             push, sizeof push, mv.groups));
+            if (part + 1 == m.n_parts) RLX_TRY(vk_emit_warm_next(p, out_node, mm));
             continue;
         }
         if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */

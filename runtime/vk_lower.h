@@ -57,6 +57,12 @@ bool vk_takes_matvec(const rlx_program *p, rlx_node mm);
 /* Whether weights a and b have one type and shape and fit one binding each. */
 bool vk_same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b);
 
+/* ---- vk_warm_next.c ---- */
+
+/* After the last part of the decode matvec of MATMUL mm that out_node dispatches: where the next
+ * matvec stage's weights are known, a dispatch reading their first bytes into L2 (RLX_VK_WARM_NEXT). */
+rlx_status vk_emit_warm_next(rlx_program *p, rlx_node out_node, rlx_node mm);
+
 /* ---- vk_fuse.c ---- */
 
 /* Bytes of the sync block of the matvec at node at whose POST computes node at's post. */

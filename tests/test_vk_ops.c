@@ -1000,6 +1000,79 @@ static void test_kv_fusions(void) {
     unsetenv("RLX_VK_ATTN_GW");
 }
 
+/* ---- the next stage's weights warmed into L2 (runtime/vk_warm_next.c) ---- */
+
+/* A warm_l2 dispatch expected: the first `bytes` of weight w (at most its allocation). */
+typedef struct warm_want {
+    rlx_node w;
+    uint64_t bytes;
+} warm_want;
+
+/* t's program has exactly the warm_l2 dispatches of want, in that order, each right after a matvec
+ * and reading the start of its weight's allocation. */
+static void check_warm_next(vkt_graph *t, const char *label, const warm_want *want, size_t n_want) {
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    size_t k = 0;
+    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
+        for (size_t i = 0; i < p->run.n; i++) {
+            const vk_dispatch *d = &p->run.items[i];
+            if (d->pipe->kernel != RLX_VK_KERNEL_warm_l2) continue;
+            rlx_vk_kernel before = i ? p->run.items[i - 1].pipe->kernel : RLX_VK_KERNEL_warm_l2;
+            T_CHECK(before == RLX_VK_KERNEL_matvec || before == RLX_VK_KERNEL_matvec_stream ||
+                        before == RLX_VK_KERNEL_warm_l2,
+                    "%s: warm_l2 dispatch %zu does not follow a matvec", label, k);
+            if (k == n_want) {
+                k++; /* one too many: the count check below reports it */
+                break;
+            }
+            const rlx_vk_alloc *a = &p->nodes[want[k].w].weight->parts[0].alloc;
+            VkDeviceSize size = (want[k].bytes < a->size ? want[k].bytes : a->size) / 16 * 16;
+            T_CHECK(d->n_bind == 1 && d->bind[0].buffer == a->buffer && d->bind[0].offset == a->offset &&
+                        d->bind[0].size == size && d->writes == 0,
+                    "%s: warm_l2 dispatch %zu reads %llu bytes at %llu, expected the first %llu of weight %%%d at %llu",
+                    label, k, (unsigned long long)d->bind[0].size, (unsigned long long)d->bind[0].offset,
+                    (unsigned long long)size, want[k].w, (unsigned long long)a->offset);
+            k++;
+        }
+    T_CHECK(k == n_want, "%s: %zu warm_l2 dispatches, expected %zu", label, k, n_want);
+    printf("  %-10s %-44s warm_l2 dispatches: %zu\n", "MATMUL", label, k);
+    if (p) g_vk->ops->program_destroy(p);
+    if (s) g_vk->ops->session_destroy(s);
+}
+
+/* x Wq + x Wk (one stage: the same x), a gated FFN over that, its down projection: decode warms the
+ * gate and up rows after the stage of Wk (half the bytes each), the down rows after the FFN, and
+ * nothing after the last matvec or after Wq (Wk of the same x follows it). With RLX_VK_WARM_NEXT
+ * set, on any device; the values must not change (against the CPU). Unset, these rows (64) are too
+ * short for the default, and a prefill (3 rows) or 0 never warms. */
+static void test_warm_next(void) {
+    for (int variant = 0; variant < 4; variant++) {
+        static const char *const knob[] = {"8", "8", NULL, "0"};
+        int64_t rows = variant == 1 ? 3 : 1;
+        vkt_graph t;
+        vkt_graph_init(&t);
+        rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, rows, 64, 0), 1.0f);
+        rlx_node wq = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 32, 64, 0);
+        rlx_node wk = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 32, 64, 0);
+        rlx_node wg = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 96, 32, 0);
+        rlx_node wu = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 96, 32, 0);
+        rlx_node wd = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_BF16, 2, 40, 96, 0);
+        rlx_node h = rlx_add(t.g, rlx_matmul(t.g, x, wq), rlx_matmul(t.g, x, wk));
+        rlx_node a = rlx_mul(t.g, rlx_silu(t.g, rlx_matmul(t.g, h, wg)), rlx_matmul(t.g, h, wu));
+        rlx_graph_mark_output(t.g, rlx_matmul(t.g, a, wd), "y");
+        char label[64];
+        snprintf(label, sizeof label, "q+k, gate/up, down, rows %lld, RLX_VK_WARM_NEXT=%s", (long long)rows,
+                 knob[variant] ? knob[variant] : "(unset)");
+        if (knob[variant]) setenv("RLX_VK_WARM_NEXT", knob[variant], 1);
+        compare1(RLX_OP_MATMUL, label, &t, (int32_t)rows);
+        const warm_want want[3] = {{wu, 4096}, {wg, 4096}, {wd, 8192}};
+        check_warm_next(&t, label, want, variant == 0 ? 3 : 0);
+        unsetenv("RLX_VK_WARM_NEXT");
+        vkt_graph_free(&t);
+    }
+}
+
 typedef void (*op_test)(void);
 static const op_test op_tests[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
@@ -1053,6 +1126,7 @@ int main(void) {
     test_norm_post();
     test_argmax_post();
     test_gate_up();
+    test_warm_next();
     test_unsupported_type();
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);

@@ -81,6 +81,10 @@ if(RLX_VULKAN)
     set_property(TEST vk_family_parity_qwen3_mixed APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=mixed RLX_PARITY_MIXED=1)
   endif()
   rlx_add_vk_run(vk_path_parity_stories260K test_path_parity stories260K)
+  # The next stage's weights read into L2 after each stage's last matvec (runtime/vk_warm_next.c),
+  # forced on lavapipe, where the default never warms: the decode paths must not change
+  rlx_add_vk_run(vk_path_parity_warm_next test_path_parity models/qwen3/qwen3-F32.gguf)
+  set_property(TEST vk_path_parity_warm_next APPEND PROPERTY ENVIRONMENT RLX_VK_WARM_NEXT=4)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
   # expected to take longer than the poll, so each submit sleeps, then polls (vk_device.c)
