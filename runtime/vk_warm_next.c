@@ -33,10 +33,14 @@ static bool plain_long_rows(const rlx_program *p, rlx_node mm) {
     return vk_plain_type(matrix_of(p, in1(p, mm)).type) && last_dim(in(p, mm, 0)) >= WARM_NEXT_MIN_K;
 }
 
-/* The first MATMUL after node `after` in program order, or RLX_NO_NODE. */
+/* The first MATMUL after node `after` in program order, or RLX_NO_NODE. A MoE FFN met first is the
+ * next weight stage itself (its experts are chosen at run time): none. */
 static rlx_node next_matmul(const rlx_program *p, rlx_node after) {
-    for (rlx_node j = after + 1; j < p->n_nodes; j++)
-        if (node(p, j)->live && node(p, j)->info.op == RLX_OP_MATMUL) return j;
+    for (rlx_node j = after + 1; j < p->n_nodes; j++) {
+        if (!node(p, j)->live) continue;
+        if (node(p, j)->info.op == RLX_OP_MOE_FFN) return RLX_NO_NODE;
+        if (node(p, j)->info.op == RLX_OP_MATMUL) return j;
+    }
     return RLX_NO_NODE;
 }
 

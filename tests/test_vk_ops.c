@@ -1071,6 +1071,22 @@ static void test_warm_next(void) {
         unsetenv("RLX_VK_WARM_NEXT");
         vkt_graph_free(&t);
     }
+    /* x W1, a MoE FFN, then W2: the stage after W1 is the MoE's, whose experts are chosen at run
+     * time, so nothing is warmed after W1 (not W2, two stages on); W2 is the last matvec. */
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 1, 64, 0), 1.0f);
+    rlx_node h = rlx_matmul(t.g, x, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 32, 64, 0));
+    rlx_node route = rlx_moe_route(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 1, 4, 0), 2.0f), 2, true);
+    rlx_node up = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 3, 4, 48, 32);
+    rlx_node gate = vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 3, 4, 48, 32);
+    rlx_node y = rlx_moe_ffn(t.g, h, route, gate, up, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 3, 4, 32, 48));
+    rlx_graph_mark_output(t.g, rlx_matmul(t.g, y, vkt_graph_weight(&t, &g_rng, RLX_DTYPE_F16, 2, 40, 32, 0)), "y");
+    setenv("RLX_VK_WARM_NEXT", "8", 1);
+    compare1(RLX_OP_MATMUL, "W1, MoE FFN, W2, RLX_VK_WARM_NEXT=8", &t, 1);
+    check_warm_next(&t, "W1, MoE FFN, W2, RLX_VK_WARM_NEXT=8", NULL, 0);
+    unsetenv("RLX_VK_WARM_NEXT");
+    vkt_graph_free(&t);
 }
 
 typedef void (*op_test)(void);
