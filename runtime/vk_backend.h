@@ -30,8 +30,8 @@
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
  *                                         default on a GPU), or block (on a CPU device; vk_device.c)
  * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
- * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM, RLX_VK_WARM_NEXT and the tuning knobs then and at each
- * compile (vk_knobs.h), RLX_VK_COOPMAT at each compile. */
+ * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM, RLX_VK_WARM_NEXT and the tuning
+ * knobs then and at each compile (vk_knobs.h), RLX_VK_COOPMAT at each compile. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 

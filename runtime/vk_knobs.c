@@ -14,16 +14,17 @@ typedef struct knob {
     const char *name;
     unsigned long long lo, hi; /* a whole number in [lo, hi] ... */
     bool pow2;                 /* ... and a power of two */
+    const char *unit;          /* what the number counts, for the message (NULL for powers of two) */
 } knob;
 
 static const knob knobs[] = {
-    {"RLX_VK_MATVEC_TRIPS", 1, 64, true},     {"RLX_VK_MATVEC_WG", 32, 1024, true},
-    {"RLX_VK_MATVEC_R", 1, 8, true},          {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, true},
-    {"RLX_VK_MATVEC_NX", 1, 8, true},         {"RLX_VK_MATVEC_UNR", 1, 8, true},
-    {"RLX_VK_ATTN_GW", 1, 4, true},           {"RLX_VK_COOPMAT_TM", 64, 128, true},
-    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true},     {"RLX_VK_WARM_NEXT", 0, 1048576, false},
+    {"RLX_VK_MATVEC_TRIPS", 1, 64, true, NULL},     {"RLX_VK_MATVEC_WG", 32, 1024, true, NULL},
+    {"RLX_VK_MATVEC_R", 1, 8, true, NULL},          {"RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, true, NULL},
+    {"RLX_VK_MATVEC_NX", 1, 8, true, NULL},         {"RLX_VK_MATVEC_UNR", 1, 8, true, NULL},
+    {"RLX_VK_ATTN_GW", 1, 4, true, NULL},           {"RLX_VK_COOPMAT_TM", 64, 128, true, NULL},
+    {"RLX_VK_COOPMAT_DEPTH", 1, 2, true, NULL},     {"RLX_VK_WARM_NEXT", 0, 1048576, false, "KiB"},
     /* a smaller binding limit than the device's, to exercise weight splitting (vk_device.c) */
-    {"RLX_VK_MAX_BINDING_BYTES", 4096, ULLONG_MAX, false},
+    {"RLX_VK_MAX_BINDING_BYTES", 4096, ULLONG_MAX, false, "bytes"},
 };
 
 /* Knobs that take one of two words (rlx_vk_knob_word). */
@@ -68,12 +69,12 @@ rlx_status rlx_vk_knobs_check(void) {
         const char *v = getenv(k->name);
         if (!v || !*v || valid(k, v)) continue;
         if (!k->pow2 && k->hi == ULLONG_MAX)
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected a whole number from %llu, or unset",
-                              k->name, v, k->lo);
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s='%s': expected a whole number of %s from %llu, or unset",
+                              k->name, v, k->unit, k->lo);
         if (!k->pow2)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                              "%s='%s': expected a whole number from %llu to %llu, or unset for the default", k->name,
-                              v, k->lo, k->hi);
+                              "%s='%s': expected a whole number of %s from %llu to %llu, or unset for the default",
+                              k->name, v, k->unit, k->lo, k->hi);
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "%s='%s': expected a power of two from %llu to %llu, or unset for the default", k->name,
                           v, k->lo, k->hi);
