@@ -4,7 +4,10 @@
 // between, it runs as that matvec's workgroups drain, when memory would otherwise idle. Each
 // invocation has PER 16-byte loads in flight. They feed an atomic on the status words that never
 // runs in practice (the words would have to XOR to a fixed value) and would not change them if it
-// did: a use outside the workgroup, so that no compiler may drop the loads.
+// did: a use outside the workgroup, so that no compiler may drop the loads. (Synchronization
+// validation counts it as a write of the status words: of the kernels that touch them, embed and
+// dequant run at a program's start or in prefill, never in a decode matvec's stage, and matvec.glsl's
+// WARM keeps its own loads alive through shared memory so as not to touch them in every stage.)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
