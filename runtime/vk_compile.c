@@ -787,6 +787,7 @@ rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **
     if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
     p->s = s;
     p->b = s->b;
+    p->gpu_plans = !p->b->dev->caps->is_cpu || rlx_vk_knob_word("RLX_VK_PLANS") == 1;
     st = build(p, g);
     if (st) {
         vk_program_destroy(p);

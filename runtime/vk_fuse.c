@@ -178,7 +178,7 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
 static bool warm_wanted(const rlx_program *p, rlx_node mm) {
     int set = rlx_vk_knob_word("RLX_VK_WARM");
     if (set >= 0) return set == 1;
-    return !p->b->dev->caps->is_cpu && vk_plain_type(matrix_of(p, in1(p, mm)).type) &&
+    return p->gpu_plans && vk_plain_type(matrix_of(p, in1(p, mm)).type) &&
            last_dim(in(p, mm, 0)) >= WARM_MIN_K;
 }
 

@@ -152,6 +152,7 @@ typedef struct vk_check {
 struct rlx_program {
     rlx_session *s;               /* borrowed: programs are destroyed before their session */
     rlx_vk_backend *b;            /* borrowed */
+    bool gpu_plans;               /* plan as for a GPU: the device is one, or RLX_VK_PLANS=gpu (tests) */
     vk_node *nodes;               /* owned, n_nodes */
     int32_t n_nodes;
     rlx_node *inputs, *outputs;   /* owned */

@@ -32,7 +32,12 @@ typedef struct word_knob {
     const char *name, *words[2];
 } word_knob;
 
-static const word_knob word_knobs[] = {{"RLX_VK_WAIT", {"poll", "block"}}, {"RLX_VK_WARM", {"0", "1"}}};
+static const word_knob word_knobs[] = {
+    {"RLX_VK_WAIT", {"poll", "block"}},
+    {"RLX_VK_WARM", {"0", "1"}},
+    /* the GPU's plans on any device, so that a CPU device (lavapipe in CI) checks them too */
+    {"RLX_VK_PLANS", {"device", "gpu"}},
+};
 
 /* Index of v among k's words, or -1. */
 static int word_of(const word_knob *k, const char *v) {

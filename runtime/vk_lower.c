@@ -517,7 +517,7 @@ static uint32_t matvec_wg(uint32_t type, uint64_t t) {
 
 static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    if (c->is_cpu) return p->b->wg;
+    if (!p->gpu_plans) return p->b->wg;
     return vk_plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
 }
 
@@ -541,28 +541,28 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
     if (vk_plain_type(type)) {
-        bool one = !c->is_cpu && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
+        bool one = p->gpu_plans && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
         unroll = env_pow2("RLX_VK_MATVEC_UNR", 1, 8, one ? 1 : unroll);
     }
     bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
-    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, kquant && !c->is_cpu ? MATVEC_GPU_KQUANT_TRIPS : 1);
+    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, kquant && p->gpu_plans ? MATVEC_GPU_KQUANT_TRIPS : 1);
     uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
     if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
         t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
-    uint32_t wg_want = c->is_cpu ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
+    uint32_t wg_want = !p->gpu_plans ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
     /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
      * r (8B Q4_K_M tg128 218 -> 223 t/s against halving r), else taking the registers of a row */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
-    if (!c->is_cpu && nx == 1) {
+    if (p->gpu_plans && nx == 1) {
         bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
         r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
         if (vk_plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
     }
-    if (!c->is_cpu) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
-    if (gate && r > 1 && (c->is_cpu || nx > 1)) r /= 2;
+    if (p->gpu_plans) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    if (gate && r > 1 && (!p->gpu_plans || nx > 1)) r /= 2;
     uint64_t min_groups =
-        c->is_cpu ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
+        !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
     *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
@@ -576,7 +576,7 @@ static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
     /* On the H100, prompts of 16 rows took 2,818 -> 3,623 t/s (Qwen3-0.6B F16) and 1,740 -> 2,717
      * (Q4_K_M) on matvec.comp, whose rows are 1,024 to 3,072 long; from 32 rows, and for 8B's rows
      * of 4,096+ from 16 (756 against 387 t/s), the tiles were faster. */
-    bool short_k = !p->b->dev->caps->is_cpu && k <= TILED_SHORT_K;
+    bool short_k = p->gpu_plans && k <= TILED_SHORT_K;
     return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && k % 32 == 0 && p->b->wg_row == 256;
 }
 
@@ -629,7 +629,7 @@ static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
 
 /* x rows per matvec.comp workgroup for rows of x, of which matmul.comp takes nx (see MATVEC_GPU_NX). */
 static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
-    if (!p->b->dev->caps->is_cpu && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
+    if (p->gpu_plans && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
     uint32_t cap = env_pow2("RLX_VK_MATVEC_NX", 1, 8, 0);
     return cap && cap < nx ? cap : nx;
 }
@@ -981,7 +981,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1], splits), sg_min = c->subgroup_min ? c->subgroup_min : 1;
-    uint32_t wg = c->is_cpu ? p->b->wg : p->b->wg_row;
+    uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
     vk_range bind[5];

@@ -94,7 +94,7 @@ rlx_status vk_emit_warm_next(rlx_program *p, rlx_node out_node, rlx_node mm) {
     if (j == RLX_NO_NODE || same_stage(p, out_node, mm, j)) return NULL;
     rlx_node next = dispatched_matmul(p, j);
     if (!vk_takes_matvec(p, next)) return NULL;
-    if (!forced && (p->b->dev->caps->is_cpu || !plain_long_rows(p, mm) || !plain_long_rows(p, next))) return NULL;
+    if (!forced && (!p->gpu_plans || !plain_long_rows(p, mm) || !plain_long_rows(p, next))) return NULL;
     if (node(p, j)->fuse != VK_FUSE_GATE_UP) return emit_warm(p, out_node, next, bytes);
     /* a gated FFN's matvec reads its up and gate rows side by side: the first half of each */
     RLX_TRY(emit_warm(p, out_node, next, bytes / 2));

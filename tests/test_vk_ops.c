@@ -1140,12 +1140,14 @@ static void warm_next_split(void) {
     rlx_backend_destroy(small);
 }
 
-/* The default: on a GPU, plain-type rows of 4,096 warm the next stage's first 3 MiB (here all of a
- * 16-row weight); K-quant rows never do, nor anything on a CPU device (lavapipe). The next stage
- * reads another x, so it is one whatever the add. */
+/* The default: on a GPU (or with its plans, RLX_VK_PLANS=gpu), plain-type rows of 4,096 warm the
+ * next stage's first 3 MiB (here all of a 16-row weight); K-quant rows never do, nor anything on a
+ * CPU device with its own plans (lavapipe). The next stage reads another x, so it is one whatever
+ * the add. */
 static void warm_next_default(void) {
     static const uint32_t types[2] = {RLX_DTYPE_F16, RLX_DTYPE_Q4_K};
-    bool gpu = !rlx_vk_backend_caps(g_vk)->is_cpu;
+    const char *plans = getenv("RLX_VK_PLANS");
+    bool gpu = !rlx_vk_backend_caps(g_vk)->is_cpu || (plans && strcmp(plans, "gpu") == 0);
     for (int i = 0; i < 2; i++) {
         vkt_graph t;
         vkt_graph_init(&t);

@@ -25,6 +25,12 @@ if(RLX_VULKAN)
 
   rlx_add_vk_test(test_vk_device)
   rlx_add_vk_test(test_vk_ops)
+  # The plans made for a GPU (more rows and threads per matvec group, one unit a trip for long
+  # rows, the K-quants' trips, the warming, few-row prefill on matvec.comp), which lavapipe would
+  # otherwise never take, checked against the CPU like the device's own
+  add_test(NAME test_vk_ops_gpu_plans COMMAND test_vk_ops)
+  set_tests_properties(test_vk_ops_gpu_plans PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV};RLX_VK_PLANS=gpu")
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
   # The fence wait of a GPU (poll; sleep first when the run is expected to outlast the poll:
@@ -41,7 +47,7 @@ if(RLX_VULKAN)
   # programs and test_vk_ops check the f32 tolerances, so they run the f32-accurate mode; the
   # default mode has its own run below (vk_family_parity_qwen3_mixed) and op-level checks in
   # test_vk_prefill.
-  set_property(TEST test_vk_models test_vk_ops APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=exact)
+  set_property(TEST test_vk_models test_vk_ops test_vk_ops_gpu_plans APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=exact)
 
   # The runner-level parity programs of tests/parity.cmake, run on the Vulkan backend
   # (RLX_TEST_BACKEND=vulkan): family parity against the fixtures' references, and path parity
@@ -81,10 +87,11 @@ if(RLX_VULKAN)
     set_property(TEST vk_family_parity_qwen3_mixed APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=mixed RLX_PARITY_MIXED=1)
   endif()
   rlx_add_vk_run(vk_path_parity_stories260K test_path_parity stories260K)
-  # The next stage's weights read into L2 after each stage's last matvec (runtime/vk_warm_next.c),
-  # forced on lavapipe, where the default never warms: the decode paths must not change
-  rlx_add_vk_run(vk_path_parity_warm_next test_path_parity models/qwen3/qwen3-F32.gguf)
-  set_property(TEST vk_path_parity_warm_next APPEND PROPERTY ENVIRONMENT RLX_VK_WARM_NEXT=4)
+  # A model's decode paths with the GPU's plans (RLX_VK_PLANS=gpu) and the next stage's weights read
+  # into L2 after each stage's last matvec (runtime/vk_warm_next.c) forced, neither of which
+  # lavapipe takes by default: the paths must stay equal
+  rlx_add_vk_run(vk_path_parity_gpu_plans test_path_parity models/qwen3/qwen3-F32.gguf)
+  set_property(TEST vk_path_parity_gpu_plans APPEND PROPERTY ENVIRONMENT RLX_VK_PLANS=gpu RLX_VK_WARM_NEXT=4)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
   # expected to take longer than the poll, so each submit sleeps, then polls (vk_device.c)
