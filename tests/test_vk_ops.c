@@ -1211,6 +1211,9 @@ static void test_split_weights(void) {
 }
 
 int main(void) {
+    /* f32 everywhere (the header): prefill matmuls on cooperative matrices in their f32-accurate
+     * mode, unless the caller chose one */
+    setenv("RLX_VK_COOPMAT", "exact", 0);
     g_vk = vkt_backend();
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
     for (int op = 0; op < RLX_OP_COUNT; op++) {

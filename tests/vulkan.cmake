@@ -44,10 +44,10 @@ if(RLX_VULKAN)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
   # Prefill matmuls on cooperative matrices default to f16 operands (runtime/vk_lower.c
   # coopmat_mode), which the fixtures README holds to its f16/mixed tolerance, 3e-2. The parity
-  # programs and test_vk_ops check the f32 tolerances, so they run the f32-accurate mode; the
-  # default mode has its own run below (vk_family_parity_qwen3_mixed) and op-level checks in
-  # test_vk_prefill.
-  set_property(TEST test_vk_models test_vk_ops test_vk_ops_gpu_plans APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=exact)
+  # programs and test_vk_ops (which sets it itself) check the f32 tolerances, so they run the
+  # f32-accurate mode; the default mode has its own run below (vk_family_parity_qwen3_mixed) and
+  # op-level checks in test_vk_prefill.
+  set_property(TEST test_vk_models APPEND PROPERTY ENVIRONMENT RLX_VK_COOPMAT=exact)
 
   # The runner-level parity programs of tests/parity.cmake, run on the Vulkan backend
   # (RLX_TEST_BACKEND=vulkan): family parity against the fixtures' references, and path parity
