@@ -23,7 +23,8 @@
 
 /* RLX_VK_WARM_NEXT=<KiB> (checked by runtime/vk_knobs.c): 0 never; otherwise that many KiB
  * wherever a next stage's weights can be found, on any device and weight. Unset or empty: the
- * default above, on a GPU for plain-type rows of WARM_NEXT_MIN_K or more. */
+ * default above, with a GPU's plans (runtime/vk_internal.h gpu_plans) for plain-type rows of
+ * WARM_NEXT_MIN_K or more. */
 static bool warm_next_forced(uint64_t *bytes) {
     const char *v = getenv("RLX_VK_WARM_NEXT");
     if (!v || !*v) return false;
