@@ -93,12 +93,6 @@ static rlx_node producer(const rlx_program *p, rlx_node j) {
     return j;
 }
 
-static bool reads(const rlx_program *p, rlx_node j, rlx_node x) {
-    for (int k = 0; k < node(p, j)->info.n_in; k++)
-        if (node(p, j)->info.in[k] == x) return true;
-    return false;
-}
-
 /* The V KV_WRITE that K's write kw can carry out as well: the V operand of the attention that reads
  * kw, when its rows exist by kw's dispatch (a leaf, or computed earlier by a dispatch of its own),
  * match K's rows, and nothing reads the V cache until after kw. RLX_NO_NODE otherwise. */
@@ -117,7 +111,7 @@ static rlx_node v_partner(const rlx_program *p, rlx_node kw) {
     if (!leaf && (src > kw || node(p, src)->fused_into != RLX_NO_NODE)) return RLX_NO_NODE;
     if (node(p, v->info.in[1])->info.shape.dim[0] != in(p, kw, 1)->info.shape.dim[0]) return RLX_NO_NODE;
     for (rlx_node j = 0; j <= kw; j++)
-        if (node(p, j)->live && reads(p, j, vw)) return RLX_NO_NODE;
+        if (node(p, j)->live && vk_reads(p, j, vw)) return RLX_NO_NODE;
     return vw;
 }
 
@@ -209,7 +203,7 @@ static bool read_as_matvec_x(const rlx_program *p, rlx_node i, bool fold) {
     int32_t readers = 0;
     for (rlx_node j = i + 1; j < p->n_nodes; j++) {
         const vk_node *c = node(p, j);
-        if (!c->live || !reads(p, j, i)) continue;
+        if (!c->live || !vk_reads(p, j, i)) continue;
         if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
             !vk_takes_matvec(p, j) || (fold && !norm_fold_pays(p, j)))
             return false;
@@ -272,7 +266,7 @@ static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
         !read_as_matvec_x(p, i, false))
         return;
     for (rlx_node j = i + 1; j < p->n_nodes; j++)
-        if (node(p, j)->live && reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
+        if (node(p, j)->live && vk_reads(p, j, i)) absorb(p, j, VK_FUSE_MATVEC_SCALED, i, RLX_NO_NODE);
     absorb(p, i, VK_FUSE_NORM_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
     p->nodes[in0(p, i)].post = i;
 }
@@ -305,7 +299,7 @@ static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
         return;
     rlx_node last = RLX_NO_NODE;
     for (rlx_node j = i + 1; j < p->n_nodes; j++) {
-        if (!node(p, j)->live || !reads(p, j, i)) continue;
+        if (!node(p, j)->live || !vk_reads(p, j, i)) continue;
         absorb(p, j, VK_FUSE_MATVEC_NORM, i, RLX_NO_NODE);
         if (last == RLX_NO_NODE || dispatch_of(p, j) > dispatch_of(p, last)) last = j;
     }

@@ -16,6 +16,13 @@ static inline rlx_node in0(const rlx_program *p, rlx_node i) { return node(p, i)
 static inline rlx_node in1(const rlx_program *p, rlx_node i) { return node(p, i)->info.in[1]; }
 static inline int64_t last_dim(const vk_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
 
+/* Whether node j takes x as one of its inputs. */
+static inline bool vk_reads(const rlx_program *p, rlx_node j, rlx_node x) {
+    for (int k = 0; k < node(p, j)->info.n_in; k++)
+        if (node(p, j)->info.in[k] == x) return true;
+    return false;
+}
+
 /* ---- packed matrix operands (MATMUL w, EMBED table, MOE_FFN experts) ---- */
 
 typedef struct matrix {

@@ -55,22 +55,16 @@ static rlx_node next_matmul_dispatch(const rlx_program *p, rlx_node after) {
     return RLX_NO_NODE;
 }
 
-static bool reads(const rlx_program *p, rlx_node j, rlx_node x) {
-    for (int k = 0; k < node(p, j)->info.n_in; k++)
-        if (node(p, j)->info.in[k] == x) return true;
-    return false;
-}
-
 /* Whether dispatch node j may run in the stage of out_node's matvec over matmul mm: it reads the
  * same x and not out_node's result, itself or through a node it absorbed (the barrier planner then
  * puts no barrier between them). */
 static bool same_stage(const rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node j) {
-    if (in0(p, dispatched_matmul(p, j)) != in0(p, mm) || reads(p, j, out_node)) return false;
+    if (in0(p, dispatched_matmul(p, j)) != in0(p, mm) || vk_reads(p, j, out_node)) return false;
     const vk_node *n = node(p, j);
     rlx_node absorbed[2] = {n->fuse_a, n->fuse_b};
     for (int k = 0; k < 2; k++)
         if (n->fuse != VK_FUSE_NONE && absorbed[k] != RLX_NO_NODE && node(p, absorbed[k])->fused_into == j &&
-            reads(p, absorbed[k], out_node))
+            vk_reads(p, absorbed[k], out_node))
             return false;
     return true;
 }
