@@ -23,22 +23,26 @@ if(RLX_VULKAN)
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT ${RLX_VK_TEST_ENV})
   endfunction()
 
+  # rlx_add_vk_test_with(name program VAR=value...): program, made by rlx_add_vk_test, run again
+  # as test `name` with the extra environment
+  function(rlx_add_vk_test_with name program)
+    add_test(NAME ${name} COMMAND ${program})
+    set_tests_properties(${name} PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
+                         ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV};${ARGN}")
+  endfunction()
+
   rlx_add_vk_test(test_vk_device)
   rlx_add_vk_test(test_vk_ops)
   # The plans made for a GPU (more rows and threads per matvec group, one unit a trip for long
   # rows, the K-quants' trips, the warming, few-row prefill on matvec.comp), which lavapipe would
   # otherwise never take, checked against the CPU like the device's own
-  add_test(NAME test_vk_ops_gpu_plans COMMAND test_vk_ops)
-  set_tests_properties(test_vk_ops_gpu_plans PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
-                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV};RLX_VK_PLANS=gpu")
+  rlx_add_vk_test_with(test_vk_ops_gpu_plans test_vk_ops RLX_VK_PLANS=gpu)
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
   # The fence wait of a GPU (poll; sleep first when the run is expected to outlast the poll:
   # runtime/vk_device.c submit_wait) on lavapipe, which is otherwise waited for by blocking; the
   # sleep is reached by vk_runner_argmax_polled below.
-  add_test(NAME test_vk_chain_polled COMMAND test_vk_chain)
-  set_tests_properties(test_vk_chain_polled PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
-                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV};RLX_VK_WAIT=poll")
+  rlx_add_vk_test_with(test_vk_chain_polled test_vk_chain RLX_VK_WAIT=poll)
   rlx_add_vk_test(test_vk_knobs)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
