@@ -4,7 +4,8 @@
 #  - shaders/*.comp: glslc -> SPIR-V -> spirv-val -> a generated C array each, plus a build id.
 #    shaders/kernels.def is the manifest the C side uses (entry, bindings, push constants, spec
 #    constants); every .comp must have an entry there and vice versa.
-# Appends to RLX_LIB_SOURCES; rlx_vulkan_link(target) adds include dirs, definitions, libraries.
+# Defines the layer rlx_runtime (runtime/ + the embedded shaders); rlx_vulkan_link(target) adds
+# include dirs, definitions, libraries.
 
 find_path(RLX_VOLK_INCLUDE_DIR volk.h)
 find_library(RLX_VOLK_LIBRARY volk)
@@ -22,14 +23,13 @@ if(NOT RLX_VOLK_LIBRARY AND NOT RLX_VOLK_SOURCE)
   message(FATAL_ERROR "volk: neither a volk library nor volk.c beside ${RLX_VOLK_INCLUDE_DIR}/volk.h was found")
 endif()
 
-file(GLOB RLX_VK_RUNTIME_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/*.c)
-list(APPEND RLX_LIB_SOURCES ${RLX_VK_RUNTIME_SOURCES})
+set(RLX_VK_SOURCES "")
 if(NOT RLX_VOLK_LIBRARY)
   # Third-party code: compiled as-is, without the project's warning flags.
   set(RLX_VOLK_COPY ${CMAKE_BINARY_DIR}/volk/volk.c)
   configure_file(${RLX_VOLK_SOURCE} ${RLX_VOLK_COPY} COPYONLY)
   set_source_files_properties(${RLX_VOLK_COPY} PROPERTIES COMPILE_OPTIONS "-w")
-  list(APPEND RLX_LIB_SOURCES ${RLX_VOLK_COPY})
+  list(APPEND RLX_VK_SOURCES ${RLX_VOLK_COPY})
 endif()
 
 # ---- shaders ----
@@ -63,7 +63,7 @@ foreach(src ${RLX_SHADERS})
     DEPENDS ${spv} ${CMAKE_SOURCE_DIR}/cmake/embed_spirv.cmake
     VERBATIM)
   list(APPEND RLX_SPVS ${spv})
-  list(APPEND RLX_LIB_SOURCES ${gen})
+  list(APPEND RLX_VK_SOURCES ${gen})
 endforeach()
 foreach(k ${RLX_KERNEL_NAMES})
   if(NOT k IN_LIST RLX_SHADER_NAMES)
@@ -82,7 +82,7 @@ add_custom_command(
           -P ${CMAKE_SOURCE_DIR}/cmake/shader_build_id.cmake
   DEPENDS ${RLX_SPVS} ${CMAKE_SOURCE_DIR}/cmake/shader_build_id.cmake
   VERBATIM)
-list(APPEND RLX_LIB_SOURCES ${RLX_SHADER_ID})
+list(APPEND RLX_VK_SOURCES ${RLX_SHADER_ID})
 
 function(rlx_vulkan_link target)
   target_include_directories(${target} PUBLIC ${RLX_VOLK_INCLUDE_DIR} ${RLX_VULKAN_HEADERS})
@@ -92,3 +92,8 @@ function(rlx_vulkan_link target)
   endif()
   target_link_libraries(${target} PUBLIC ${CMAKE_DL_LIBS})
 endfunction()
+
+rlx_layer(rlx_runtime GLOBS runtime/*.c LINKS rlx_ir rlx_core)
+target_sources(rlx_runtime PRIVATE ${RLX_VK_SOURCES})
+rlx_layer_expose(rlx_runtime runtime shaders/kernels.def)
+rlx_vulkan_link(rlx_runtime)

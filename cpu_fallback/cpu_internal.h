@@ -9,7 +9,7 @@
 
 #include "cpu_fallback/thread_pool.h"
 #include "ir/backend.h"
-#include "loader/dtype.h"
+#include "loader/core/dtype.h"
 
 /* The vectorised inner loops (cpu_simd.c: a portable baseline; cpu_simd_avx2.c: AVX2 + FMA +
  * F16C), one variant per instruction set. Every variant sums a dot product in one fixed order:

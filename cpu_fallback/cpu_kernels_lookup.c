@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
-#include "loader/dequant.h"
+#include "loader/core/dequant.h"
 
 rlx_status rlx_cpu_op_INPUT(const rlx_cpu_exec *ex, rlx_node i) {
     (void)ex;

@@ -7,7 +7,7 @@
  * dequant[type] bit for bit (cpu_internal.h), so results are identical for any thread count and
  * on either path. */
 #include "cpu_fallback/cpu_internal.h"
-#include "loader/dequant.h"
+#include "loader/core/dequant.h"
 
 /* Bytes of dequantized weight rows a tile holds: about an L1 data cache. */
 #define TILE_BYTES (32 * 1024)

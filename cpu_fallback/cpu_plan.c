@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
-#include "loader/dequant.h"
+#include "loader/core/dequant.h"
 
 #define ARENA_ALIGN 64
 

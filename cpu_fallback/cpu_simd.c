@@ -3,7 +3,7 @@
  * -ffast-math. The fixed summation order every variant keeps (cpu_internal.h) is here: four
  * accumulators of 4 lanes take 16 consecutive elements per step, a 4-wide tail goes to the first,
  * the lanes are reduced as ((s0 + s1) + (s2 + s3)) then (l0 + l2) + (l1 + l3), and a scalar tail
- * is added last. Stored weights are decoded 16 at a time with the arithmetic of loader/dequant.c
+ * is added last. Stored weights are decoded 16 at a time with the arithmetic of loader/core/dequant.c
  * (the order of float operations included), so each decoded value is bit-identical to
  * rlx_dequantize's. Whole loops live here, not single dot products, so short rows (a head size
  * of 8) do not pay a call each. */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
-#include "loader/half.h"
+#include "loader/core/half.h"
 
 #if RLX_CPU_HAVE_AVX2
 #include <cpuid.h>
@@ -157,7 +157,7 @@ static void dequant_bf16(float *restrict y, const uint8_t *restrict w, int64_t n
     for (; k < n; k++) y[k] = rlx_bf16_to_f32(u16_at(w + 2 * k));
 }
 
-/* ---- blocks (layouts and arithmetic: loader/dequant.c) ---- */
+/* ---- blocks (layouts and arithmetic: loader/core/dequant.c) ---- */
 
 /* block_q8_0 (34 bytes): half d; int8 qs[32]. x = q * d */
 INLINE void block_q8_0(const uint8_t *b, const float *x, float *y, acc *a) {
@@ -188,7 +188,7 @@ INLINE void block_q4_0(const uint8_t *b, const float *x, float *y, acc *a) {
     }
 }
 
-/* Q4_K/Q5_K's packed 6-bit (scale, min) pair j (loader/dequant.c: kquant_scale_min). */
+/* Q4_K/Q5_K's packed 6-bit (scale, min) pair j (loader/core/dequant.c: kquant_scale_min). */
 INLINE void scale_min_k4(const uint8_t *s, int j, float d, float dmin, float *dl, float *ml) {
     uint8_t sc, m;
     if (j < 4) {

@@ -4,7 +4,7 @@
  * four accumulators of 8 lanes take 32 consecutive elements per step (one fused multiply-add
  * each), an 8-wide tail goes to the first, the lanes are reduced as ((s0 + s1) + (s2 + s3)),
  * then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), and a scalar tail is added last.
- * Stored weights are decoded 32 at a time in registers with loader/dequant.c's arithmetic (a
+ * Stored weights are decoded 32 at a time in registers with loader/core/dequant.c's arithmetic (a
  * multiply and a subtract, never fused), so every decoded value is bit-identical to
  * rlx_dequantize's (NaNs aside: F16C quiets a signalling NaN, which stays a NaN) and dot[type]
  * equals gemv over dequant[type] exactly. */
@@ -12,7 +12,7 @@
 
 #if RLX_CPU_HAVE_AVX2
 #include "cpu_fallback/cpu_simd_x86.h"
-#include "loader/half.h"
+#include "loader/core/half.h"
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
 /* Decoders and accumulators must inline into each loop: called, they would pass the

@@ -1,6 +1,6 @@
 /* What the x86 SIMD variants (cpu_simd_avx2.c, cpu_simd_avx512.c) share: scalar fields and the
  * byte-level decoding of quant blocks into 16 quants per 128-bit vector, which each variant then
- * widens to floats at its own width. Layouts and arithmetic: loader/dequant.c (ggml-common.h
+ * widens to floats at its own width. Layouts and arithmetic: loader/core/dequant.c (ggml-common.h
  * block structs). Built for AVX2+FMA+F16C, which every x86 variant includes, so the helpers
  * inline into either. Include only where RLX_CPU_HAVE_AVX2. */
 #ifndef RLX_CPU_SIMD_X86_H
@@ -32,7 +32,7 @@ X86_INLINE void x86_q4_0_quants(const uint8_t *b, __m128i *q0, __m128i *q1) {
 }
 
 /* Q4_K/Q5_K's eight packed 6-bit (scale, min) pairs as dl[g] = d * scale_g and ml[g] = dmin * min_g
- * (loader/dequant.c: kquant_scale_min), unpacked four at a time: bytes 0-3 hold scales 0-3 and,
+ * (loader/core/dequant.c: kquant_scale_min), unpacked four at a time: bytes 0-3 hold scales 0-3 and,
  * in their top 2 bits, the high bits of scales 4-7; bytes 4-7 the same for the mins; bytes 8-11
  * the low nibbles of scales 4-7 and, in their high nibbles, of mins 4-7. */
 X86_INLINE void x86_scales_k4(const uint8_t *s, float d, float dmin, __m256 *dl, __m256 *ml) {

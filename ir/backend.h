@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "ir/graph.h"
-#include "loader/weight.h"
+#include "loader/core/weight.h"
 #include "rlx/status.h"
 
 typedef struct rlx_backend rlx_backend;

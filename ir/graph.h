@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "loader/dtype.h"
+#include "loader/core/dtype.h"
 #include "rlx/status.h"
 
 typedef enum {
@@ -99,7 +99,7 @@ const char *rlx_shape_str(const rlx_shape *s, char *buf, size_t size);
 
 /* ---- builders (return the new node, or an invalid node after recording an error) ---- */
 rlx_node rlx_input(rlx_graph *g, const char *name, uint32_t dtype, rlx_shape shape);
-/* (Named rlx_weight_node because `rlx_weight` is the loader's weight struct, loader/weight.h.) */
+/* (Named rlx_weight_node because `rlx_weight` is the loader's weight struct, loader/core/weight.h.) */
 rlx_node rlx_weight_node(rlx_graph *g, const char *name, uint32_t dtype, rlx_shape shape);
 rlx_node rlx_kv_cache(rlx_graph *g, int32_t layer, bool is_v, int64_t cap, int64_t n_head_kv, int64_t head_dim);
 

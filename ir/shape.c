@@ -2,7 +2,7 @@
  * so an op whose rule is missing fails to compile. Semantics of every op: the comments in ops.def.
  *
  * Dtypes: activations are F32, token ids I32. A WEIGHT keeps its stored dtype; EMBED, MATMUL and
- * MOE_FFN read weights of any type loader/dequant can turn into f32, and a WEIGHT of such a type
+ * MOE_FFN read weights of any type loader/core/dequant can turn into f32, and a WEIGHT of such a type
  * may also stand where an F32 activation is expected (norm weights, RoPE frequency factors). */
 #include <inttypes.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "ir/graph.h"
-#include "loader/model.h"
+#include "loader/format/model.h"
 #include "rlx/status.h"
 
 /* What a prefill graph computes. The cached kinds write K/V of the valid rows into the session KV

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "ir/backend.h"
-#include "loader/model.h"
+#include "loader/format/model.h"
 #include "runners/family.h"
 #include "rlx/status.h"
 

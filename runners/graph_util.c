@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "loader/dtype.h"
+#include "loader/core/dtype.h"
 
 const char *rlx_prefill_kind_name(rlx_prefill_kind kind) {
     switch (kind) {

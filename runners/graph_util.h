@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "ir/graph.h"
-#include "loader/model.h"
+#include "loader/format/model.h"
 #include "runners/family.h"
 #include "rlx/status.h"
 

@@ -31,7 +31,7 @@
  *                                         default on a GPU), or block (on a CPU device; vk_device.c)
  *   RLX_VK_PLANS=device|gpu               (read at each compile) the planners' choices for this
  *                                         device (default), or those for a GPU on any device, so
- *                                         that tests on lavapipe check them (tests/vulkan.cmake)
+ *                                         that tests on lavapipe check them (tests/vulkan/tests.cmake)
  * Malformed values are refused with an error naming the variable: RLX_VK_FAULT when the backend is
  * created, RLX_VK_WAIT, RLX_VK_MAX_BINDING_BYTES, RLX_VK_WARM, RLX_VK_WARM_NEXT, RLX_VK_PLANS and
  * the tuning knobs then and at each compile (vk_knobs.h), RLX_VK_COOPMAT at each compile. */

@@ -603,7 +603,7 @@ static bool shader_stats_on(const rlx_vk_caps *c) {
  * wake-up latency of ~0.1 ms (more in virtual machines), so a GPU's fences are polled. Not a CPU
  * device's: there the polling thread would take a core from the device. RLX_VK_WAIT=poll|block
  * overrides that (runtime/vk_knobs.h checks the value), so that the polled path also runs on
- * lavapipe in CI (tests/vulkan.cmake). */
+ * lavapipe in CI (tests/vulkan/tests.cmake). */
 static bool polls_fences(const rlx_vk_caps *c) {
     int set = rlx_vk_knob_word("RLX_VK_WAIT"); /* 0: poll, 1: block */
     return set >= 0 ? set == 0 : !c->is_cpu;

@@ -1,6 +1,6 @@
 /* Fault injection for the Vulkan runtime's error paths: a test hook that makes one device-memory
  * allocation fail with VK_ERROR_OUT_OF_DEVICE_MEMORY, or one submit report VK_ERROR_DEVICE_LOST, so
- * that tests can walk every failure point of a run (tests/test_vk_faults.c). Unarmed, a hook costs
+ * that tests can walk every failure point of a run (tests/vulkan/test_vk_faults.c). Unarmed, a hook costs
  * one atomic increment.
  *
  * Two kinds of event are counted, process-wide, from the last arm (or from the start):

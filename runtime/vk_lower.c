@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/dequant.h"
+#include "loader/core/dequant.h"
 #include "runtime/vk_lower.h"
 
 #define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "loader/dtype.h"
-#include "loader/gguf.h"
-#include "loader/model.h"
+#include "loader/core/dtype.h"
+#include "loader/format/gguf.h"
+#include "loader/format/model.h"
 
 /* llama.cpp's llama_ftype numbers (include/llama.h) and the names it prints for them. */
 static const struct {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loader/model_config.h"
+#include "loader/format/model_config.h"
 #include "rlx/status.h"
 
 /* Both backends keep K and V in F32 (docs/ARCHITECTURE.md, "The path of one token", step 2). */

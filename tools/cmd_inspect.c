@@ -8,9 +8,9 @@
 
 #include "commands.h"
 #include "inspect_report.h"
-#include "loader/gguf.h"
-#include "loader/model.h"
-#include "loader/safetensors.h"
+#include "loader/format/gguf.h"
+#include "loader/format/model.h"
+#include "loader/format/safetensors.h"
 
 static const char *inspect_help =
     "usage: rlx inspect PATH [--json]\n"

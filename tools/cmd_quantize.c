@@ -1,5 +1,5 @@
 /* rlx quantize IN.gguf OUT.gguf TYPE [--threads N]: F32/F16/BF16 models to llama.cpp's quantized
- * file types, with llama.cpp's per-tensor choices (loader/quant_mix.c). */
+ * file types, with llama.cpp's per-tensor choices (loader/quant/quant_mix.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,8 +7,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "loader/gguf.h"
-#include "loader/quantize.h"
+#include "loader/format/gguf.h"
+#include "loader/quant/quantize.h"
 #include "quant_progress.h"
 
 static void usage(FILE *f) {

@@ -2,7 +2,7 @@
  * metadata llama.cpp's converter (F32/F16/BF16/Q8_0) or converter + llama-quantize (the other
  * types) writes for a real model, filled with seeded random weights: normal with std 0.02, norm
  * weights 1, llama3's rope_freqs computed as the converter does. Rows are generated and quantized
- * in parallel and streamed to disk (loader/quantize_model.c), so an 8B model never sits in memory. */
+ * in parallel and streamed to disk (loader/quant/quantize_model.c), so an 8B model never sits in memory. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -14,9 +14,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "loader/gguf.h"
-#include "loader/gguf_writer.h"
-#include "loader/quantize.h"
+#include "loader/format/gguf.h"
+#include "loader/quant/gguf_writer.h"
+#include "loader/quant/quantize.h"
 #include "quant_progress.h"
 #include "synth_shapes.h"
 

@@ -6,7 +6,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "loader/tokenizer_utf8.h"
+#include "text/tokenizer/tokenizer_utf8.h"
 #include "rlx/tokenizer.h"
 
 #define MODEL_HELP                                                                                 \

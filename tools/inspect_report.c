@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/dtype.h"
-#include "loader/safetensors.h"
-#include "loader/tokenizer_utf8.h"
+#include "loader/core/dtype.h"
+#include "loader/format/safetensors.h"
+#include "text/tokenizer/tokenizer_utf8.h"
 
 static json_t *u64_json(uint64_t v) { return json_integer((json_int_t)v); }
 

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "loader/model.h"
+#include "loader/format/model.h"
 #include "rlx/status.h"
 
 rlx_status rlx_inspect_gguf(const char *path, json_t **out);

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 typedef struct rlx_chat_template rlx_chat_template;
-struct rlx_gguf; /* loader/gguf.h */
+struct rlx_gguf; /* loader/format/gguf.h */
 
 typedef struct rlx_chat_message {
     const char *role;    /* borrowed, required: "system", "user", "assistant", "tool", ... */

@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loader/dequant.h"
-#include "loader/gguf.h"
+#include "loader/core/dequant.h"
+#include "loader/format/gguf.h"
 
 static void touch_getters(const rlx_gguf *g, const char *key) {
     rlx_status err = NULL;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/hf_convert.h"
-#include "loader/model_config.h"
-#include "loader/safetensors.h"
+#include "loader/format/hf_convert.h"
+#include "loader/format/model_config.h"
+#include "loader/format/safetensors.h"
 
 static const char *const configs[] = {
     "{\"model_type\":\"llama\",\"num_hidden_layers\":2,\"hidden_size\":8,\"intermediate_size\":16,\"vocab_size\":4,"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loader/safetensors.h"
+#include "loader/format/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/gguf.h"
-#include "loader/tokenizer.h"
+#include "loader/format/gguf.h"
+#include "text/tokenizer/tokenizer.h"
 
 #define MAX_TOKENS 1024
 #define MAX_TEXT 4096

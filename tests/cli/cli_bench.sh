@@ -1,0 +1,144 @@
+#!/bin/bash
+# rlx bench on the embedded stories260K, on the backend $RLX_BENCH_TEST_BACKEND (cpu unless set;
+# tests/cli/tests.cmake runs it on vulkan too, lavapipe in CI, with the validation layer on).
+# Checked: the markdown table's pp/tg rows; the JSON's internal consistency (mean within the
+# samples, t/s = tokens / seconds); bytes/token against an independent sum over `rlx inspect
+# --json`'s tensor sizes and config; the bandwidth cache being created, reused and replaced; and
+# bad arguments (exit 2, one line).
+source "$(dirname "$0")/../support/lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+backend=${RLX_BENCH_TEST_BACKEND:-cpu}
+model="$RLX_SOURCE_DIR/models/stories260K.gguf"
+export XDG_CACHE_HOME="$tmp/cache"
+if [ "$backend" = vulkan ] && ! "$RLX" devices 2>/dev/null | grep -q '^0:'; then
+  if [ "${CI:-}" = true ]; then echo "FAIL: no Vulkan device and CI=true (install mesa-vulkan-drivers)" >&2; exit 1; fi
+  echo "SKIPPED: no Vulkan device" >&2; exit 77
+fi
+# one run: bench ARGS... > $tmp/out, stderr in $tmp/err; fails on a non-zero exit or a validation message
+bench() {
+  "$RLX" bench -m "$model" --backend "$backend" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  check; [ $rc -eq 0 ] || { fail "bench $*: exit $rc: $(cat "$tmp/err")"; return 1; }
+  check; ! grep -q 'rlx vulkan validation' "$tmp/err" || fail "bench $*: validation messages: $(grep 'rlx vulkan validation' "$tmp/err" | head -3)"
+}
+
+# ---- markdown ----
+bench -p 16 -n 8 -r 2
+echo "markdown output:"; cat "$tmp/out"
+for t in pp16 tg8; do
+  check
+  row=$(grep -E "^\| .* \| $t \| " "$tmp/out")
+  ts=$(sed -E 's/.*\| ([0-9.]+) ± ([0-9.]+) \|$/\1/' <<<"$row")
+  awk -v v="$ts" 'BEGIN { exit !(v + 0 > 0) }' || fail "$t: no row with a positive t/s: '$row'"
+  echo "$t row: t/s $ts"
+done
+check; grep -q "^| model | size | params | backend | \(threads\|device\) | test | t/s |$" "$tmp/out" || fail "table header"
+check; grep -q "^| llama .* F32 | .* | $backend | " "$tmp/out" || fail "rows do not name the model / backend"
+check; grep -qE '^tg8: [0-9]+ bytes/token' "$tmp/out" || fail "no bytes/token line"
+check; grep -qE '^tg8: bandwidth [0-9.]+ GB/s, floor [0-9.]+ t/s, measured [0-9.]+ t/s = [0-9.]+% of the floor$' "$tmp/out" \
+  || fail "no floor line"
+check; grep -q '^device: ' "$tmp/out" || fail "no device line"
+# the Vulkan backend chains greedy decode steps and says so; the CPU has no round trip to speak of
+if [ "$backend" = vulkan ]; then
+  check; grep -qx 'tg8: up to 8 greedy steps per round trip to the host (--decode-ahead)' "$tmp/out" || fail "no decode-ahead line"
+else
+  check; ! grep -q 'round trip' "$tmp/out" || fail "a decode-ahead line on the CPU backend"
+fi
+if [ "$backend" = vulkan ]; then
+  line=$(sed -n 's/^device: //p' "$tmp/out")
+  check; "$RLX" devices | grep -qxF -- "$line" || fail "device line is not one of rlx devices' lines: $line"
+fi
+check; grep -q 'measured now' "$tmp/out" || fail "first run did not measure the bandwidth: $(grep ^bandwidth "$tmp/out")"
+cache_file=$(ls "$XDG_CACHE_HOME"/rlx/bandwidth-*.json 2>/dev/null | head -1)
+check; [ -n "$cache_file" ] || fail "no bandwidth cache file under $XDG_CACHE_HOME/rlx"
+case "$backend" in cpu) want_name=bandwidth-cpu.json ;; *) want_name='bandwidth-vk-*-*.json' ;; esac
+# shellcheck disable=SC2053
+check; [[ $(basename "$cache_file") == $want_name ]] || fail "cache file $(basename "$cache_file"), want $want_name"
+echo "bandwidth cache: $cache_file"
+
+# ---- JSON: consistency ----
+n=12
+bench -p 16,8 -n $n -r 3 -o json
+cp "$tmp/out" "$tmp/run.json"
+check; jq -e . "$tmp/run.json" >/dev/null || fail "-o json is not JSON: $(head -c 300 "$tmp/run.json")"
+check; [ "$(jq -r '[.tests[].name] | join(",")' "$tmp/run.json")" = "pp16,pp8,tg$n" ] || fail "tests: $(jq -c '[.tests[].name]' "$tmp/run.json")"
+check
+jq -e '.tests | all(
+    (.samples_ts | length) == 3 and (.samples_s | length) == 3 and .repetitions == 3
+    and (.samples_ts | min) == .min_ts and (.samples_ts | max) == .max_ts
+    and .min_ts > 0 and .min_ts <= .avg_ts and .avg_ts <= .max_ts and .stddev_ts >= 0
+    and (((.samples_ts | add) / 3 - .avg_ts) | fabs) <= 1e-9 * .avg_ts
+    and ([range(3) as $i | (.samples_ts[$i] * .samples_s[$i]) - (if .kind == "tg" then .n_gen else .n_prompt end)]
+         | map(fabs) | max) <= 1e-6)' "$tmp/run.json" >/dev/null \
+  || fail "samples and statistics disagree: $(jq -c '.tests' "$tmp/run.json")"
+echo "statistics: $(jq -c '[.tests[] | {name, avg_ts, min_ts, max_ts}]' "$tmp/run.json")"
+# include/rlx/runner.h: greedy generation decodes 8 steps ahead unless told otherwise
+check; [ "$(jq .decode_ahead "$tmp/run.json")" = 8 ] || fail "decode_ahead: $(jq .decode_ahead "$tmp/run.json"), want the default 8"
+check; [ "$(jq -r .bandwidth.from_cache "$tmp/run.json")" = true ] || fail "second run did not reuse the cache: $(jq -c .bandwidth "$tmp/run.json")"
+check; [ "$(jq -r .bandwidth.cache_file "$tmp/run.json")" = "$cache_file" ] || fail "cache file: $(jq -r .bandwidth.cache_file "$tmp/run.json")"
+check; [ "$(jq -r .bandwidth.bytes_per_s "$tmp/run.json")" = "$(jq -r .bytes_per_s "$cache_file")" ] || fail "cached figure differs"
+
+# ---- bytes/token, independently: tensor sizes and config from rlx inspect ----
+"$RLX" inspect --json "$model" >"$tmp/inspect.json"
+# weights: every tensor but token_embd, which counts whole when there is no output.weight (tied)
+want_w=$(jq '. as $r | ([$r.tensors[] | select(.name != "token_embd.weight") | .bytes] | add)
+  + (if any($r.tensors[]; .name == "output.weight") then 0 else ([$r.tensors[] | select(.name == "token_embd.weight") | .bytes] | add) end)' "$tmp/inspect.json")
+# KV: K and V, F32, every layer, over the contexts 2 .. n+1 of the timed steps (1-token prompt)
+want_kv=$(jq --argjson n $n '.config | 2 * .n_layer * .n_head_kv * .head_dim * 4 * (1 + ($n + 1) / 2)' "$tmp/inspect.json")
+check; [ "$(jq '.config.layers | all(. == "full")' "$tmp/inspect.json")" = true ] || fail "stories260K: expected only full-attention layers"
+got=$(jq -c ".tests[] | select(.name == \"tg$n\") | .floor" "$tmp/run.json")
+echo "floor: $got; want weights $want_w + KV $want_kv bytes/token"
+check
+jq -e --argjson w "$want_w" --argjson kv "$want_kv" --argjson bw "$(jq .bandwidth.bytes_per_s "$tmp/run.json")" \
+   --argjson avg "$(jq ".tests[] | select(.name == \"tg$n\") | .avg_ts" "$tmp/run.json")" '
+  def close(a; b): ((a - b) | fabs) <= 1e-9 * (b | fabs) + 1e-9;
+  close(.weight_bytes_per_token; $w) and close(.kv_bytes_per_token; $kv) and close(.bytes_per_token; $w + $kv)
+  and close(.floor_ts; $bw / ($w + $kv)) and close(.ratio; $avg / ($bw / ($w + $kv)))' <<<"$got" >/dev/null \
+  || fail "floor disagrees with the independent computation"
+check
+[ "$(jq '.model.size_bytes' "$tmp/run.json")" = "$(jq '[.tensors[].bytes] | add' "$tmp/inspect.json")" ] \
+  && [ "$(jq '.model.n_params' "$tmp/run.json")" = "$(jq '.n_params' "$tmp/inspect.json")" ] \
+  || fail "size / params: $(jq -c '.model' "$tmp/run.json")"
+
+# ---- the cache is replaced on request ----
+bench -p 0 -n 4 -r 1 -o json --bw-remeasure --decode-ahead 3
+check; [ "$(jq .decode_ahead "$tmp/out")" = 3 ] || fail "--decode-ahead 3 reported as $(jq .decode_ahead "$tmp/out")"
+check; [ "$(jq -r .bandwidth.from_cache "$tmp/out")" = false ] || fail "--bw-remeasure used the cache"
+check; [ "$(jq -r .bytes_per_s "$cache_file")" = "$(jq -r .bandwidth.bytes_per_s "$tmp/out")" ] || fail "--bw-remeasure did not update the cache"
+check; [ "$(jq '.tests | length' "$tmp/out")" = 1 ] || fail "-p 0 did not skip pp: $(jq -c '[.tests[].name]' "$tmp/out")"
+
+# ---- the context is raised to fit (stories260K trains at 2048); cheap on the CPU only ----
+if [ "$backend" = cpu ]; then
+  bench -p 2100 -n 0 -r 1 -o json
+  check; [ "$(jq '.n_ctx >= 2100' "$tmp/out")" = true ] || fail "context not raised: n_ctx $(jq .n_ctx "$tmp/out")"
+fi
+
+# ---- bad arguments: exit 2, one line ----
+bad() { # NEEDLE ARGS...
+  local needle=$1; shift
+  check
+  "$RLX" bench "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [ $rc -ne 2 ]; then fail "bench $*: exit $rc, want 2 ($(cat "$tmp/err"))"; return; fi
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bench $*: error is not one line: $(cat "$tmp/err")"
+  grep -q -- "$needle" "$tmp/err" || fail "bench $*: error lacks '$needle': $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "bench $*: wrote to stdout"
+}
+bad "missing -m" -p 16
+bad "out of range" -m "$model" -r 0
+bad "out of range" -m "$model" -r 1001
+bad "out of range" -m "$model" -n 2000000
+bad "out of range" -m "$model" -p -1
+bad "item 2 is empty" -m "$model" -p 16,
+bad "not a whole number" -m "$model" -p 1x
+bad "not a format" -m "$model" -o xml
+bad "not a backend" -m "$model" --backend tpu
+bad "unknown option" -m "$model" --tokens 1,2
+bad "nothing to run" -m "$model" -p 0 -n 0
+bad "too small" -m "$model" --ctx 16 -p 32 -n 0
+bad "needs a value" -m "$model" -p
+bad "--decode-ahead" -m "$model" --decode-ahead 0
+bad "--decode-ahead" -m "$model" --decode-ahead 65
+check; "$RLX" bench -m "$tmp/missing.gguf" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing model: exit $rc, $(cat "$tmp/err")"
+check; "$RLX" bench --help | grep -q '^usage: rlx bench' || fail "--help"
+summary

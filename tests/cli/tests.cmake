@@ -1,0 +1,43 @@
+rlx_add_script_test(NAME cli_inspect SCRIPT cli_inspect.sh LABELS e2e)
+rlx_add_script_test(NAME cli_text SCRIPT cli_text.sh LABELS e2e)
+if(RLX_VULKAN)
+  rlx_add_script_test(NAME cli_text_vulkan SCRIPT cli_text_vulkan.sh LABELS "e2e;vulkan")
+  set_property(TEST cli_text_vulkan APPEND PROPERTY ENVIRONMENT
+    "RLX_VK_VALIDATION=1" "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+  # the device choice of tests/vulkan/tests.cmake: the first GPU, else lavapipe
+  if(NOT DEFINED ENV{RLX_VK_DEVICE})
+    set_property(TEST cli_text_vulkan APPEND PROPERTY ENVIRONMENT "RLX_VK_DEVICE=gpu,llvmpipe")
+  endif()
+endif()
+
+# rlx bench (tools/cmd_bench.c): the CLI on the embedded stories260K, on the CPU backend and on
+# Vulkan (lavapipe in CI, validation layer on). Each run keeps its bandwidth cache in a temporary
+# XDG_CACHE_HOME (the script sets it), so the measure-then-reuse path is exercised every time.
+rlx_add_script_test(NAME cli_bench SCRIPT cli_bench.sh LABELS e2e)
+set_property(TEST cli_bench APPEND PROPERTY ENVIRONMENT "RLX_BENCH_TEST_BACKEND=cpu")
+if(RLX_VULKAN)
+  rlx_add_script_test(NAME cli_bench_vulkan SCRIPT cli_bench.sh LABELS "e2e;vulkan")
+  set_property(TEST cli_bench_vulkan APPEND PROPERTY ENVIRONMENT "RLX_BENCH_TEST_BACKEND=vulkan" "RLX_VK_VALIDATION=1")
+  # the device choice of tests/vulkan/tests.cmake: the first GPU, else lavapipe
+  if(NOT DEFINED ENV{RLX_VK_DEVICE})
+    set_property(TEST cli_bench_vulkan APPEND PROPERTY ENVIRONMENT "RLX_VK_DEVICE=gpu,llvmpipe")
+  endif()
+endif()
+
+# The corrupt-file corpus (tests/cli/test_corrupt_corpus.c): hundreds of broken models derived from the
+# fixtures with a fixed seed, each run through `rlx inspect`, `rlx run` and `rlx generate` (the CLI's
+# command functions, linked in, run in forked children).
+rlx_add_test(NAME test_corrupt_corpus
+  SOURCES test_corrupt_corpus.c corrupt_gguf.c corrupt_hf.c
+  LABELS fuzz e2e)
+target_link_libraries(test_corrupt_corpus PRIVATE rlx_cli_obj)
+
+# Resource limits: a context too large for host memory is refused up front (CPU backend).
+rlx_add_test(NAME test_resource_limits SOURCES test_resource_limits.c LABELS unit e2e ARGS ${RLX_CLI})
+
+# Scripts of other areas' commands, end to end through the CLI
+rlx_add_script_test(NAME cli_synth SCRIPT cli_synth.sh LABELS e2e)
+rlx_add_script_test(NAME cli_quantize SCRIPT cli_quantize.sh LABELS e2e)
+rlx_add_script_test(NAME cli_tokenize SCRIPT cli_tokenize.sh LABELS e2e)
+rlx_add_script_test(NAME cli_stories SCRIPT cli_stories.sh LABELS e2e)
+rlx_add_script_test(NAME cli_errors SCRIPT cli_errors.sh LABELS e2e)

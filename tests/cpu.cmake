@@ -1,2 +1,0 @@
-# The CPU backend's SIMD kernels and thread pool (cpu_fallback/cpu_simd*.c, thread_pool.c).
-rlx_add_test(NAME test_cpu_simd SOURCES test_cpu_simd.c LABELS unit)

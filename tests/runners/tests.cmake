@@ -1,0 +1,69 @@
+# Runner tests (engineer D1): graph structure and generator behaviour, and a smoke check of one
+# model per family against its reference (the full matrix is below).
+rlx_add_test(NAME test_runner_unit SOURCES test_runner_unit.c LABELS unit)
+add_test(NAME test_runner_unit_families COMMAND test_runner_unit families)
+set_tests_properties(test_runner_unit_families PROPERTIES LABELS "unit;parity" SKIP_RETURN_CODE 77
+  ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+
+# One program, one ctest per model: stories260K is in the repo (always runs), the rest are fixtures.
+add_executable(test_runner_smoke ${CMAKE_CURRENT_LIST_DIR}/test_runner_smoke.c)
+target_link_libraries(test_runner_smoke PRIVATE rlx_test_util)
+foreach(model stories qwen3 llama32 gemma3 qwen3moe)
+  if(model STREQUAL "stories")
+    set(labels "e2e")
+  else()
+    set(labels "parity")
+  endif()
+  add_test(NAME test_runner_smoke_${model} COMMAND test_runner_smoke ${model})
+  set_tests_properties(test_runner_smoke_${model} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77
+    ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endforeach()
+
+# Greedy generation with the argmax taken on the device == the host-argmax loop (stories260K, in
+# the repo): on the CPU backend here, and on Vulkan in tests/vulkan/tests.cmake.
+rlx_add_test(NAME test_runner_argmax SOURCES test_runner_argmax.c LABELS e2e)
+rlx_add_test(NAME test_runner_incremental SOURCES test_runner_incremental.c LABELS unit)
+
+# Sampling, the validation CLI (rlx logits / rlx generate) and the parity matrix against the
+# fixtures (../shared/fixtures). Families run as separate tests so failures localise and
+# ctest -j parallelises.
+rlx_add_test(NAME test_sampling SOURCES test_sampling.c LABELS unit)
+
+# One program, several ctest tests: rlx_add_test_run(NAME test PROGRAM target LABELS ... ARGS ...)
+function(rlx_add_test_run)
+  cmake_parse_arguments(T "" "NAME;PROGRAM" "LABELS;ARGS" ${ARGN})
+  add_test(NAME ${T_NAME} COMMAND ${T_PROGRAM} ${T_ARGS})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" SKIP_RETURN_CODE 77
+    ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()
+
+# Family parity against ../shared/fixtures/models/<family>/ref-*.json.
+add_executable(test_family_parity ${CMAKE_CURRENT_LIST_DIR}/test_family_parity.c)
+target_link_libraries(test_family_parity PRIVATE rlx_test_util)
+foreach(fam llama32 gemma3 qwen3moe)
+  rlx_add_test_run(NAME family_parity_${fam} PROGRAM test_family_parity LABELS parity ARGS ${fam})
+endforeach()
+# qwen3 has every weight type: float and quantized files run as two tests.
+rlx_add_test_run(NAME family_parity_qwen3 PROGRAM test_family_parity LABELS parity ARGS qwen3 hf F32 F16 BF16)
+rlx_add_test_run(NAME family_parity_qwen3_quant PROGRAM test_family_parity LABELS parity
+  ARGS qwen3 Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0)
+
+# Path parity (properties: cached == naive, bucketed == exact, ...), per family and on the
+# embedded stories260K, which always runs.
+add_executable(test_path_parity ${CMAKE_CURRENT_LIST_DIR}/test_path_parity.c)
+target_link_libraries(test_path_parity PRIVATE rlx_test_util)
+rlx_add_test_run(NAME path_parity_stories260K PROGRAM test_path_parity LABELS parity ARGS stories260K)
+rlx_add_test_run(NAME path_parity_qwen3 PROGRAM test_path_parity LABELS parity ARGS models/qwen3/qwen3-F32.gguf)
+rlx_add_test_run(NAME path_parity_llama32 PROGRAM test_path_parity LABELS parity
+  ARGS models/llama32/llama32-F32.gguf)
+rlx_add_test_run(NAME path_parity_gemma3 PROGRAM test_path_parity LABELS parity ARGS models/gemma3/gemma3-F16.gguf)
+rlx_add_test_run(NAME path_parity_qwen3moe PROGRAM test_path_parity LABELS parity
+  ARGS models/qwen3moe/qwen3moe-F16.gguf)
+
+# Bad input to the runner: stories260K always; the file checks again on a quantized fixture.
+add_executable(test_runner_errors ${CMAKE_CURRENT_LIST_DIR}/test_runner_errors.c)
+target_link_libraries(test_runner_errors PRIVATE rlx_test_util)
+rlx_add_test_run(NAME runner_errors PROGRAM test_runner_errors LABELS unit)
+rlx_add_test_run(NAME runner_errors_qwen3_q4_k_m PROGRAM test_runner_errors LABELS unit
+  ARGS models/qwen3/qwen3-Q4_K_M.gguf qwen3)
+

@@ -1,0 +1,199 @@
+#include "test_vk_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/core/dtype.h"
+#include "loader/core/half.h"
+#include "runtime/vk_backend.h"
+#include "test_util.h"
+
+rlx_backend *vkt_backend(void) {
+    rlx_backend *b = NULL;
+    rlx_status s = rlx_backend_vulkan_create(NULL, &b);
+    const char *env = getenv("RLX_VK_DEVICE");
+    if (s && rlx_status_code(s) == RLX_ERR_DEVICE && !(env && *env)) {
+        fprintf(stderr, "no GPU (%s); asking for lavapipe\n", rlx_status_message(s));
+        rlx_status_free(s);
+        s = rlx_backend_vulkan_create("llvmpipe", &b);
+    }
+    if (s) {
+        const char *ci = getenv("CI");
+        bool in_ci = ci && strcmp(ci, "true") == 0;
+        fprintf(stderr, "%s: no Vulkan device: %s\n", in_ci ? "FAIL" : "SKIPPED", rlx_status_message(s));
+        rlx_status_free(s);
+        exit(in_ci ? 1 : T_SKIP_CODE);
+    }
+    const rlx_vk_caps *c = rlx_vk_backend_caps(b);
+    printf("vulkan device %u: %s (%s), subgroup %u, validation %s\n", c->index, c->name, c->driver_info,
+           c->subgroup_size, rlx_vk_validation_enabled() ? "on" : "off");
+    return b;
+}
+
+void vkt_check_validation(void) {
+    uint64_t n = rlx_vk_validation_message_count();
+    printf("validation messages: %llu\n", (unsigned long long)n);
+    T_CHECK(n == 0, "the Vulkan validation layer reported %llu message(s) (printed above)", (unsigned long long)n);
+}
+
+uint64_t vkt_next(vkt_rng *r) { /* xorshift64* */
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1Dull;
+}
+
+float vkt_uniform(vkt_rng *r, float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(vkt_next(r) >> 11) / 9007199254740992.0);
+}
+
+int32_t vkt_int(vkt_rng *r, int32_t lo, int32_t hi) {
+    return lo + (int32_t)(vkt_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* Scale fields of one block (ggml-common.h): d (and m / dmin) as small positive f16. */
+static void fix_block(uint32_t type, uint8_t *blk, vkt_rng *r) {
+    uint16_t d = rlx_f32_to_f16(vkt_uniform(r, 0.002f, 0.03f));
+    uint16_t m = rlx_f32_to_f16(vkt_uniform(r, -0.05f, 0.05f));
+    switch (type) {
+    case RLX_DTYPE_Q4_0:
+    case RLX_DTYPE_Q5_0:
+    case RLX_DTYPE_Q8_0: put16(blk, d); break;
+    case RLX_DTYPE_Q4_1:
+    case RLX_DTYPE_Q5_1:
+    case RLX_DTYPE_Q4_K:
+    case RLX_DTYPE_Q5_K:
+        put16(blk, d);
+        put16(blk + 2, m);
+        break;
+    case RLX_DTYPE_Q2_K: /* { uint8 scales[16]; uint8 qs[64]; f16 d, dmin } */
+        put16(blk + 80, d);
+        put16(blk + 82, m);
+        break;
+    case RLX_DTYPE_Q3_K: put16(blk + 108, d); break; /* { hmask[32]; qs[64]; scales[12]; f16 d } */
+    case RLX_DTYPE_Q6_K: put16(blk + 208, d); break;
+    case RLX_DTYPE_Q8_K: {
+        float f = vkt_uniform(r, 0.002f, 0.03f);
+        memcpy(blk, &f, 4);
+        break;
+    }
+    default: break;
+    }
+}
+
+rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
+                      uint64_t ne2) {
+    rlx_weight w = {.name = name, .type = type, .n_dims = n_dims, .ne = {ne0, ne1, ne2, 1}};
+    for (uint32_t d = n_dims; d < RLX_WEIGHT_MAX_DIMS; d++) w.ne[d] = 1;
+    uint64_t numel = w.ne[0] * w.ne[1] * w.ne[2], bytes = 0;
+    rlx_status s = rlx_dtype_bytes(type, numel, name, &bytes);
+    if (s) {
+        fprintf(stderr, "vkt_weight: %s\n", rlx_status_message(s));
+        exit(1);
+    }
+    uint8_t *data = malloc(bytes ? bytes : 1);
+    if (!data) exit(1);
+    for (uint64_t i = 0; i < bytes; i++) data[i] = (uint8_t)vkt_next(r);
+    const rlx_dtype_info *info = rlx_dtype_get(type);
+    for (uint64_t e = 0; info->block_size == 1 && e < numel; e++) {
+        float v = vkt_uniform(r, -1.0f, 1.0f);
+        if (type == RLX_DTYPE_F32) memcpy(data + 4 * e, &v, 4);
+        if (type == RLX_DTYPE_F16) put16(data + 2 * e, rlx_f32_to_f16(v));
+        if (type == RLX_DTYPE_BF16) put16(data + 2 * e, rlx_f32_to_bf16(v));
+    }
+    for (uint64_t b = 0; info->block_size > 1 && b < bytes / info->type_size; b++)
+        fix_block(type, data + b * info->type_size, r);
+    w.data = data;
+    w.nbytes = bytes;
+    return w;
+}
+
+void vkt_weight_free(rlx_weight *w) {
+    free((void *)w->data);
+    w->data = NULL;
+}
+
+double vkt_nmse(const float *got, const float *want, int64_t n) {
+    double err = 0.0, ref = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isfinite(got[i]) != isfinite(want[i])) return INFINITY;
+        if (!isfinite(want[i])) continue;
+        double d = (double)got[i] - (double)want[i];
+        err += d * d;
+        ref += (double)want[i] * (double)want[i];
+    }
+    return ref > 0.0 ? err / ref : err;
+}
+
+void vkt_graph_init(vkt_graph *t) {
+    memset(t, 0, sizeof *t);
+    if (!T_OK(rlx_graph_create(&t->g))) exit(1);
+}
+
+void vkt_graph_free(vkt_graph *t) {
+    rlx_graph_destroy(t->g);
+    for (size_t i = 0; i < t->nw; i++) vkt_weight_free(&t->w[i]);
+    for (int i = 0; i < t->nin; i++) free(t->in[i]);
+}
+
+rlx_status vkt_compile_status(rlx_backend *b, const vkt_graph *t) {
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    rlx_status st = b->ops->session_create(b, t->w, t->nw, &t->kv, &s);
+    if (!st) st = b->ops->compile(s, t->g, &p);
+    if (p) b->ops->program_destroy(p);
+    if (s) b->ops->session_destroy(s);
+    return st;
+}
+
+rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t d[3] = {d0, d1, d2};
+    return rlx_shape_make(rank, d);
+}
+
+/* Room for one more input, and its name. */
+static void next_input(vkt_graph *t, char name[16]) {
+    if (t->nin >= VKT_MAX_INPUTS) {
+        fprintf(stderr, "vkt_graph: more than %d inputs\n", VKT_MAX_INPUTS);
+        exit(1);
+    }
+    snprintf(name, 16, "in%d", t->nin);
+}
+
+rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a) {
+    char name[16];
+    next_input(t, name);
+    int64_t n = rlx_shape_numel(&s);
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) exit(1);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_uniform(r, -a, a);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_F32, s);
+}
+
+rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t hi) {
+    char name[16];
+    next_input(t, name);
+    int32_t *x = malloc((size_t)n * sizeof *x);
+    if (!x) exit(1);
+    for (int64_t i = 0; i < n; i++) x[i] = vkt_int(r, lo, hi);
+    t->in[t->nin++] = x;
+    return rlx_input(t->g, name, RLX_DTYPE_I32, vkt_shape(1, n, 0, 0));
+}
+
+rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    if (t->nw >= VKT_MAX_WEIGHTS) {
+        fprintf(stderr, "vkt_graph: more than %d weights\n", VKT_MAX_WEIGHTS);
+        exit(1);
+    }
+    size_t k = t->nw++;
+    snprintf(t->wname[k], sizeof t->wname[k], "w%zu", k);
+    uint64_t ne0 = (uint64_t)(rank == 1 ? d0 : rank == 2 ? d1 : d2);
+    uint64_t ne1 = (uint64_t)(rank == 1 ? 1 : rank == 2 ? d0 : d1), ne2 = (uint64_t)(rank == 3 ? d0 : 1);
+    t->w[k] = vkt_weight(r, t->wname[k], type, (uint32_t)rank, ne0, ne1, ne2);
+    return rlx_weight_node(t->g, t->wname[k], type, vkt_shape(rank, d0, d1, d2));
+}

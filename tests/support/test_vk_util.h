@@ -1,0 +1,67 @@
+/* Shared by the Vulkan tests: backend creation with the skip rule, the validation-message check,
+ * a seeded RNG, random weights of every stored type, and the NMSE comparison. */
+#ifndef RLX_TESTS_TEST_VK_UTIL_H
+#define RLX_TESTS_TEST_VK_UTIL_H
+
+#include <stdint.h>
+
+#include "ir/backend.h"
+#include "loader/core/weight.h"
+
+/* The Vulkan backend for a test. With RLX_VK_DEVICE unset and no GPU present, lavapipe is asked
+ * for by name ("llvmpipe"). No usable device at all: exits 77 (SKIPPED), or fails under CI=true
+ * (CI installs lavapipe, so there it must work). Prints the device chosen. */
+rlx_backend *vkt_backend(void);
+
+/* Fails the test when the validation layer reported anything (the messages were printed as they
+ * arrived); prints whether validation was active. Call after destroying every Vulkan object. */
+void vkt_check_validation(void);
+
+typedef struct vkt_rng {
+    uint64_t s;
+} vkt_rng;
+uint64_t vkt_next(vkt_rng *r);
+float vkt_uniform(vkt_rng *r, float lo, float hi);
+int32_t vkt_int(vkt_rng *r, int32_t lo, int32_t hi); /* [lo, hi] */
+
+/* A weight of `type` with ne = {ne0, ne1, ne2} (n_dims 1..3) and random contents: plain types get
+ * values in [-1, 1]; block types random quants with scale fields set to small finite f16 values
+ * (ggml-common.h block layouts), so both backends decode the same sane numbers. The data is
+ * owned by the weight: vkt_weight_free. */
+rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
+                      uint64_t ne2);
+void vkt_weight_free(rlx_weight *w);
+
+/* A test graph with the weights and input data it owns, as the op tests build them. */
+#define VKT_MAX_WEIGHTS 8
+#define VKT_MAX_INPUTS 8
+
+typedef struct vkt_graph {
+    rlx_graph *g;                      /* owned */
+    rlx_weight w[VKT_MAX_WEIGHTS];     /* owned: vkt_weight */
+    char wname[VKT_MAX_WEIGHTS][32];   /* "w<k>", the names the graph's weight nodes refer to */
+    size_t nw;
+    void *in[VKT_MAX_INPUTS];          /* owned: input k's data, in the order of the graph's inputs */
+    int nin;
+    rlx_kv_spec kv;                    /* the KV cache a session for the graph needs */
+} vkt_graph;
+
+void vkt_graph_init(vkt_graph *t); /* exits 1 when the graph cannot be created */
+void vkt_graph_free(vkt_graph *t);
+/* The status of compiling t's graph on b, in a session of its own (the session's status where that
+ * fails); the program and session are gone again when it returns. */
+rlx_status vkt_compile_status(rlx_backend *b, const vkt_graph *t);
+rlx_shape vkt_shape(int32_t rank, int64_t d0, int64_t d1, int64_t d2);
+/* A new F32 input of uniform values in [-a, a]. */
+rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a);
+/* A new I32 input of n ids in [lo, hi]. */
+rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t hi);
+/* A new random weight (vkt_weight) with IR shape [d0, (d1, (d2))] (stored ne reversed). */
+rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2);
+
+/* Normalised mean squared error of got against want over n values: sum (got - want)^2 /
+ * sum want^2 (plain squared error when want is all zero); +inf when either side has a NaN/inf the
+ * other does not. */
+double vkt_nmse(const float *got, const float *want, int64_t n);
+
+#endif

@@ -1,0 +1,464 @@
+/* The prefill kernels (runtime/vk_lower.c's many-rows branches) against the CPU reference:
+ *  - MATMUL of 16+ rows: shaders/matmul_coop.comp on devices with VK_NV_cooperative_matrix (caps
+ *    coopmat_f16; by default "mixed": plain f16 operands), else shaders/matmul_tiled.comp. Where the
+ *    cooperative kernel exists, every case also runs with RLX_VK_COOPMAT=0 (the tiled kernel) and
+ *    RLX_VK_COOPMAT=exact (split operands). Without it (lavapipe) the cases run on the tiled kernel
+ *    and the cooperative part is reported as SKIPPED; a subset also runs the kernel's emulation
+ *    (RLX_VK_COOPMAT=emulate and emulate-mixed) on any device.
+ *  - ATTENTION of 16+ query rows: shaders/attention_prefill.comp (causal, windows, GQA, padding
+ *    rows, key blocks past a long cache, head sizes that are not multiples of its tiles).
+ * Each case names the kernel the compiled program dispatches (white box: runtime/vk_internal.h)
+ * and checks it is the one the selection rule promises; in the mixed modes a weight of another type
+ * than F16 is first decoded into f16 rows (shaders/dequant.comp), which the cases check too.
+ *
+ * Checks. NMSE against the CPU backend, as tests/vulkan/test_vk_ops.c: 1e-7 (test-backend-ops' f32
+ * bound) for every f32-accurate path, the cooperative "exact" mode included; 1e-6 for
+ * the mixed mode (f16 operands). Plain MATMUL cases also check every output against a bound derived from
+ * its operands and from how the kernel rounds them:
+ *     |y_vk - y_cpu| <= sum_k p(x_ik, w_jk) + acc * sum_k |x_ik w_jk|
+ * acc covers the two f32 sums of k terms in different orders, ours and the CPU's ((k + 2) 2^-24
+ * each; tensor cores may truncate where f32 rounds: 2k 2^-24 on their side). p bounds one
+ * product's error when each operand is off by at most rel |v| + abs, plus a dropped term:
+ *     p = (2 rel + rel^2 + drop) |x||w| + abs (1 + rel) (|x| + |w|) + abs^2
+ *   - f32 kernels: exact operands, p = 0;
+ *   - coop exact: hi + 2^-11 lo keeps an operand within 2^-21 |v| (the low part's conversion
+ *     errs by at most 2^-10 of itself, 2^-11 when it rounds to nearest; lo is at most 2^-11 |v|)
+ *     or 2^-24 below f16's normal range, and the dropped lo.lo term is below 2^-22 |x||w|;
+ *   - coop mixed: f16 operands, within 2^-10 |v| in any rounding mode or 2^-14 where f16
+ *     subnormals are flushed.
+ * Each case prints the worst |error| / sum_k |x w| it reached (about 2^-24 sqrt(k) for f32 sums,
+ * 2^-11 for f16 operands): a low part that never arrived shows up as f16-sized error there. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/backend.h"
+#include "loader/core/dequant.h"
+#include "loader/core/dtype.h"
+#include "runtime/vk_backend.h"
+#include "runtime/vk_internal.h"
+#include "test_util.h"
+#include "test_vk_util.h"
+
+#define TOL_F32 1e-7
+#define TOL_FAST 1e-6
+
+static rlx_backend *g_cpu, *g_vk;
+static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
+static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
+static int g_coop_cases;  /* cases the cooperative kernel ran */
+static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
+static double g_worst[2]; /* worst NMSE: f32-accurate paths, mixed mode */
+
+/* ---- running and comparing ---- */
+
+typedef struct step {
+    int32_t n_past, n_tokens;
+} step;
+
+/* Dispatches of kernel k in a compiled Vulkan program. */
+static int count_kernel(const rlx_program *p, rlx_vk_kernel k) {
+    int n = 0;
+    for (size_t i = 0; i < p->run.n; i++) n += p->run.items[i].pipe->kernel == k;
+    return n;
+}
+
+static double nmse_rows(const float *v, const float *c, const rlx_node_info *n, int32_t rows) {
+    return vkt_nmse(v, c, rlx_shape_numel(&n->shape) / n->shape.dim[0] * rows);
+}
+
+/* How a matmul kernel rounds its operands (the header's p and acc). */
+typedef struct prec_model {
+    double rel, abs, drop; /* operand error <= rel |v| + abs; dropped product term <= drop |x||w| */
+    double acc_gpu;        /* the GPU's f32 sum errs by up to acc_gpu * k * 2^-24 of sum |x w| */
+} prec_model;
+
+static const prec_model PREC_F32 = {0.0, 0.0, 0.0, 1.0};
+static const prec_model PREC_PAIRS = {0x1p-21, 0x1p-24, 0x1p-22, 2.0};
+static const prec_model PREC_F16 = {0x1p-10, 0x1p-14, 0.0, 2.0};
+
+/* A plain y = x w^T to check element by element: x [rows, k] and w [m, k] as the CPU sees them. */
+typedef struct elem_check {
+    const float *x;
+    float *w; /* dequantized: owned */
+    int64_t k, m;
+    const prec_model *prec;
+} elem_check;
+
+/* Checks the first `rows` rows of got against want within the header's bound; returns the worst
+ * |error| / sum|x w|, and in *bound_ratio the largest bound / sum|x w|. */
+static double check_elements(const char *label, const elem_check *c, const float *got, const float *want,
+                             int32_t rows, double *bound_ratio) {
+    const prec_model *pm = c->prec;
+    double pxw = 2 * pm->rel + pm->rel * pm->rel + pm->drop, pabs = pm->abs * (1 + pm->rel);
+    double acc = ((pm->acc_gpu + 1) * (double)c->k + 4) * 0x1p-24;
+    double worst = 0.0;
+    int bad = 0;
+    *bound_ratio = 0.0;
+    for (int32_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < c->m; j++) {
+            const float *xr = c->x + r * c->k, *wr = c->w + j * c->k;
+            double sxw = 0.0, sxpw = 0.0;
+            for (int64_t i = 0; i < c->k; i++) {
+                sxw += fabs((double)xr[i] * wr[i]);
+                sxpw += fabs((double)xr[i]) + fabs((double)wr[i]);
+            }
+            double bound = (pxw + acc) * sxw + pabs * sxpw + (double)c->k * pm->abs * pm->abs;
+            double err = fabs((double)got[r * c->m + j] - (double)want[r * c->m + j]);
+            if (!(err <= bound) && bad++ == 0)
+                T_CHECK(false, "%s: y[%d][%lld] = %.9g, CPU %.9g: |error| %.3e > bound %.3e", label, r, (long long)j,
+                        (double)got[r * c->m + j], (double)want[r * c->m + j], err, bound);
+            if (sxw > 0.0 && err / sxw > worst) worst = err / sxw;
+            if (sxw > 0.0 && bound / sxw > *bound_ratio) *bound_ratio = bound / sxw;
+        }
+    T_CHECK(bad == 0, "%s: %d outputs past their error bound", label, bad);
+    return worst;
+}
+
+/* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
+ * `want` is the kernel the Vulkan program must dispatch, and f16_rows whether it must decode a weight
+ * into f16 rows first (-1: not checked); ec, when given, the last step's outputs element by element. */
+static void compare(const char *label, vkt_graph *t, const step *steps, int n_steps, rlx_vk_kernel want,
+                    int f16_rows, double tol, const elem_check *ec) {
+    const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
+    size_t bytes = (size_t)rlx_shape_numel(&out->shape) * 4;
+    rlx_session *sv = NULL, *sc = NULL;
+    rlx_program *pv = NULL, *pc = NULL;
+    float *ov = calloc(1, bytes), *oc = calloc(1, bytes);
+    bool ok = T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &sv)) &&
+              T_OK(g_cpu->ops->session_create(g_cpu, t->w, t->nw, &t->kv, &sc)) &&
+              T_OK(g_vk->ops->compile(sv, t->g, &pv)) && T_OK(g_cpu->ops->compile(sc, t->g, &pc));
+    const char *kname = ok ? rlx_vk_kernel_get(want)->name : "?";
+    if (ok) T_CHECK(count_kernel(pv, want) > 0, "%s: the program does not dispatch %s", label, kname);
+    bool decoded = ok && count_kernel(pv, RLX_VK_KERNEL_dequant) > 0;
+    if (ok && f16_rows >= 0)
+        T_CHECK(decoded == (f16_rows > 0), "%s: weights decoded into f16 rows: %s, expected %s", label,
+                decoded ? "yes" : "no", f16_rows > 0 ? "yes" : "no");
+    if (ok && want == RLX_VK_KERNEL_matmul_coop) g_coop_cases++;
+    if (ok && want == RLX_VK_KERNEL_matmul_coop_emu) g_emu_cases++;
+    double worst = 0.0;
+    for (int s = 0; ok && s < n_steps; s++) {
+        void *outs_v[1] = {ov}, *outs_c[1] = {oc};
+        rlx_run_args av = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_v};
+        rlx_run_args ac = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_c};
+        if (!T_OK(g_vk->ops->run(pv, &av)) || !T_OK(g_cpu->ops->run(pc, &ac))) break;
+        double e = nmse_rows(ov, oc, out, steps[s].n_tokens);
+        if (e > worst || isnan(e)) worst = e;
+    }
+    printf("  %-76s %-17s nmse %.2e (tol %.0e)", label, kname, worst, tol);
+    if (ok && ec) {
+        double bound_ratio, ratio = check_elements(label, ec, ov, oc, steps[n_steps - 1].n_tokens, &bound_ratio);
+        printf(", worst |error|/sum|xw| %.1e (bound %.1e)", ratio, bound_ratio);
+    }
+    printf("\n");
+    T_CHECK(worst <= tol, "%s on %s: nmse %.3e > %.0e", label, kname, worst, tol);
+    int slot = tol > TOL_F32;
+    if (worst > g_worst[slot]) g_worst[slot] = worst;
+    if (pv) g_vk->ops->program_destroy(pv);
+    if (pc) g_cpu->ops->program_destroy(pc);
+    if (sv) g_vk->ops->session_destroy(sv);
+    if (sc) g_cpu->ops->session_destroy(sc);
+    free(ov);
+    free(oc);
+}
+
+/* A matmul graph run in each RLX_VK_COOPMAT mode the device has, and with `emu` also with the
+ * cooperative kernel's matrix operations emulated (any device: a subset of the cases, as lavapipe
+ * takes seconds to compile each emulated variant); `plain`: its output is x w^T of input 0 and
+ * weight 0 (checked element by element); `no_f16_rows`: the mixed modes read the weights as
+ * stored (all F16, or parts whose f16 rows would not fit a binding), else they decode them into f16
+ * rows first. The cooperative runs, real and emulated, cycle through the kernel's tile heights and
+ * prefetch depths. */
+typedef void (*build_fn)(vkt_graph *t, const void *arg);
+
+static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
+                         bool emu, bool no_f16_rows) {
+    static const struct {
+        const char *env, *tag;
+        bool coop_only, emulated, mixed; /* needs the real kernel; is an emulation; f16 operands */
+    } modes[] = {{NULL, "", false, false, true},
+                 {"0", " COOPMAT=0", true, false, false},
+                 {"exact", " COOPMAT=exact", true, false, false},
+                 {"emulate", " COOPMAT=emulate", false, true, false},
+                 {"emulate-mixed", " COOPMAT=emulate-mixed", false, true, true}};
+    static int calls, emulated; /* variants: real kernel by call, emulation by emulated run */
+    calls++;
+    for (int m = 0; m < 5; m++) {
+        if ((modes[m].coop_only && !g_coop) || (modes[m].emulated && !emu)) continue;
+        rlx_vk_kernel want = modes[m].emulated ? RLX_VK_KERNEL_matmul_coop_emu
+                             : m == 1 || !g_coop ? RLX_VK_KERNEL_matmul_tiled
+                                                 : RLX_VK_KERNEL_matmul_coop;
+        bool variants = want != RLX_VK_KERNEL_matmul_tiled;
+        int v = modes[m].emulated ? emulated++ : calls;
+        const char *tm = v % 2 ? "128" : "64", *depth = v / 2 % 2 ? "2" : "1";
+        vkt_graph t;
+        vkt_graph_init(&t);
+        build(&t, arg);
+        if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
+        if (variants) {
+            setenv("RLX_VK_COOPMAT_TM", tm, 1);
+            setenv("RLX_VK_COOPMAT_DEPTH", depth, 1);
+        }
+        bool mixed = want != RLX_VK_KERNEL_matmul_tiled && modes[m].mixed;
+        const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : mixed ? &PREC_F16 : &PREC_PAIRS;
+        char full[128];
+        snprintf(full, sizeof full, "%s%s%s%s%s%s", label, modes[m].tag, variants ? " TM=" : "", variants ? tm : "",
+                 variants ? " DEPTH=" : "", variants ? depth : "");
+        step st = {0, n_tokens};
+        elem_check ec = {0};
+        if (plain) {
+            const rlx_weight *w = &t.w[0];
+            ec = (elem_check){t.in[0], malloc(w->ne[0] * w->ne[1] * sizeof(float)), (int64_t)w->ne[0],
+                              (int64_t)w->ne[1], prec};
+            if (!ec.w) exit(1);
+            rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
+        }
+        compare(full, &t, &st, 1, want, mixed && !no_f16_rows, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
+        free(ec.w);
+        unsetenv("RLX_VK_COOPMAT");
+        unsetenv("RLX_VK_COOPMAT_TM");
+        unsetenv("RLX_VK_COOPMAT_DEPTH");
+        vkt_graph_free(&t);
+    }
+}
+
+/* ---- MATMUL ---- */
+
+typedef struct mm_case {
+    uint32_t type;
+    int64_t k, m, rows;
+    float big; /* when > 0: a few x values of this size (past f16's range) */
+    bool emu;  /* also run the cooperative kernel's emulation */
+    bool decode_in_kernel; /* mixed modes keep the decode in the kernel: a part's f16 rows exceed a binding */
+} mm_case;
+
+static void build_matmul(vkt_graph *t, const void *arg) {
+    const mm_case *c = arg;
+    rlx_node x = vkt_input_f32(t, &g_rng, vkt_shape(2, c->rows, c->k, 0), 1.0f);
+    for (int64_t i = 0; c->big > 0 && i < c->rows * c->k; i += 997) ((float *)t->in[0])[i] = i % 2 ? -c->big : c->big;
+    rlx_graph_mark_output(t->g, rlx_matmul(t->g, x, vkt_graph_weight(t, &g_rng, c->type, 2, c->m, c->k, 0)), "y");
+}
+
+static void matmul_case(mm_case c, int32_t n_tokens) {
+    char label[96];
+    snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
+             (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
+    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu, c.type == RLX_DTYPE_F16 || c.decode_in_kernel);
+}
+
+/* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): the mixed
+ * modes cannot hold them in their f16 rows, so the run fails naming the weight and the way out
+ * (RLX_VK_COOPMAT=exact), while the exact mode computes them in f32 as the CPU does. */
+static void test_f16_range(void) {
+    static const struct {
+        const char *mode;
+        bool fails;
+    } modes[] = {{"emulate-mixed", true}, {"emulate", false}};
+    for (int m = 0; m < 2; m++) {
+        vkt_graph t;
+        vkt_graph_init(&t);
+        mm_case c = {RLX_DTYPE_Q8_0, 64, 48, 40, 0, false, false};
+        build_matmul(&t, &c);
+        uint8_t *blocks = (uint8_t *)t.w[0].data;
+        for (uint64_t b = 0; b < t.w[0].nbytes / 34; b++) {
+            blocks[34 * b] = 0x00; /* d = f16 0x7800: 32768 */
+            blocks[34 * b + 1] = 0x78;
+        }
+        setenv("RLX_VK_COOPMAT", modes[m].mode, 1);
+        char label[96];
+        snprintf(label, sizeof label, "MATMUL Q8_0 values past f16's range COOPMAT=%s", modes[m].mode);
+        if (!modes[m].fails) {
+            step st = {0, 40};
+            compare(label, &t, &st, 1, RLX_VK_KERNEL_matmul_coop_emu, 0, TOL_F32, NULL);
+        } else {
+            rlx_session *s = NULL;
+            rlx_program *p = NULL;
+            float *out = calloc(40 * 48, sizeof *out);
+            void *outs[1] = {out};
+            rlx_run_args a = {0, 40, (const void *const *)t.in, outs};
+            if (out && T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)) &&
+                T_OK(g_vk->ops->compile(s, t.g, &p)))
+                T_ERR(g_vk->ops->run(p, &a), RLX_ERR_UNSUPPORTED, "RLX_VK_COOPMAT=exact");
+            printf("  %-76s refused: the f16 rows cannot hold the values\n", label);
+            if (p) g_vk->ops->program_destroy(p);
+            if (s) g_vk->ops->session_destroy(s);
+            free(out);
+        }
+        unsetenv("RLX_VK_COOPMAT");
+        vkt_graph_free(&t);
+    }
+}
+
+/* Fused epilogues: 0 residual add, 1 SiLU gate, 2 GELU gate (operands swapped). */
+static void build_fused(vkt_graph *t, const void *arg) {
+    int variant = *(const int *)arg;
+    rlx_node h = vkt_input_f32(t, &g_rng, vkt_shape(2, 40, 256, 0), 1.0f), y;
+    if (variant == 0) {
+        y = rlx_add(t->g, vkt_input_f32(t, &g_rng, vkt_shape(2, 40, 96, 0), 1.0f),
+                    rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q4_K, 2, 96, 256, 0)));
+    } else if (variant == 1) {
+        y = rlx_mul(t->g,
+                    rlx_silu(t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q8_0, 2, 64, 256, 0))),
+                    rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_F16, 2, 64, 256, 0)));
+    } else {
+        y = rlx_mul(
+            t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_BF16, 2, 64, 256, 0)),
+            rlx_gelu_tanh(t->g, rlx_matmul(t->g, h, vkt_graph_weight(t, &g_rng, RLX_DTYPE_Q6_K, 2, 64, 256, 0))));
+    }
+    rlx_graph_mark_output(t->g, y, "y");
+}
+
+static void test_matmul(void) {
+    static const uint32_t types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYPE_BF16, RLX_DTYPE_Q8_0, RLX_DTYPE_Q4_0,
+                                     RLX_DTYPE_Q4_1, RLX_DTYPE_Q5_0, RLX_DTYPE_Q5_1, RLX_DTYPE_Q2_K, RLX_DTYPE_Q3_K,
+                                     RLX_DTYPE_Q4_K, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int64_t b = rlx_dtype_get(types[i])->block_size;
+        /* tails in x rows, weight rows, and k (96 is not a multiple of the 64-wide k steps) */
+        bool emu = types[i] == RLX_DTYPE_F32 || types[i] == RLX_DTYPE_F16 || types[i] == RLX_DTYPE_Q8_0;
+        matmul_case((mm_case){types[i], b > 1 ? 2 * b : 96, 70, 67, 0, emu, false}, 61);
+    }
+    matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false, false}, 130);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true, false}, 129);
+    matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 40, 4e4f, true, false}, 40); /* f16 overflow: the f32 tile */
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 40, 4e4f, false, false}, 40);
+    static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
+                                        "(h Wu BF16) * gelu(h Wg Q6_K)"};
+    for (int v = 0; v < 3; v++) {
+        char label[96];
+        snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
+        matmul_modes(label, build_fused, &v, 37, false, v == 1, false);
+    }
+}
+
+/* Weights larger than one binding are split into row parts (forced with a small limit). In the
+ * mixed modes an F32 one is decoded part by part into the same f16 rows; a Q8_0 one, whose f16
+ * rows of a part would exceed the limit, is decoded in the kernel. */
+static void test_split_weights(void) {
+    setenv("RLX_VK_MAX_BINDING_BYTES", "400000", 1); /* x (320 KiB) fits, the weights (800 KiB) do not */
+    rlx_backend *small = vkt_backend();
+    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_backend *saved = g_vk;
+    g_vk = small;
+    matmul_case((mm_case){RLX_DTYPE_F16, 4096, 100, 20, 0, true, false}, 20);
+    matmul_case((mm_case){RLX_DTYPE_F32, 4096, 100, 20, 0, true, false}, 20);
+    matmul_case((mm_case){RLX_DTYPE_Q8_0, 4096, 100, 20, 0, true, true}, 20);
+    g_vk = saved;
+    rlx_backend_destroy(small);
+}
+
+/* ---- ATTENTION ---- */
+
+/* shaders/attention_prefill.comp's shared memory for head sizes dh, dv (runtime/vk_lower.c). */
+static uint32_t prefill_shared(int64_t dh, int64_t dv) {
+    int64_t d = 64;
+    while (d < dh || d < dv) d *= 2;
+    int64_t bq = 4096 / d, bkv = 16; /* its smaller plan */
+    return (uint32_t)(((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4);
+}
+
+static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
+    bool fits = (dh > dv ? dh : dv) <= 256 && prefill_shared(dh, dv) <= rlx_vk_backend_caps(g_vk)->max_shared;
+    return rows >= 16 && fits ? RLX_VK_KERNEL_attention_prefill : RLX_VK_KERNEL_attention;
+}
+
+/* Straight on activations: keys are this run's rows. */
+static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv, int32_t window,
+                             int32_t n_tokens) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dv), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 2.0f / sqrtf((float)dh), window), "o");
+    char label[96];
+    snprintf(label, sizeof label, "ATTENTION n=%lld H %lld/%lld Dh %lld Dv %lld win %d n_tok %d", (long long)n,
+             (long long)h, (long long)hkv, (long long)dh, (long long)dv, window, n_tokens);
+    step st = {0, n_tokens};
+    compare(label, &t, &st, 1, attention_kernel(n, dh, dv), -1, TOL_F32, NULL);
+    vkt_graph_free(&t);
+}
+
+/* Over the session's cache, as chunked prefill does: the steps place `rows` new rows after n_past. */
+static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh, int32_t window,
+                             const step *steps, int n_steps) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, h, dh), 1.0f),
+             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
+    rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
+    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
+    char label[96];
+    snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
+             (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
+    compare(label, &t, steps, n_steps, attention_kernel(rows, dh, dh), -1, TOL_F32, NULL);
+    vkt_graph_free(&t);
+}
+
+/* A mode name the backend does not know (here session 2's "fast") is refused when the program is
+ * compiled, with the variable and the accepted names, not silently replaced by the default. */
+static void test_bad_mode(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    mm_case c = {RLX_DTYPE_F16, 64, 32, 40, 0, false, false};
+    build_matmul(&t, &c);
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    setenv("RLX_VK_COOPMAT", "fast", 1);
+    if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)))
+        T_ERR(g_vk->ops->compile(s, t.g, &p), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_COOPMAT='fast': expected mixed, exact");
+    unsetenv("RLX_VK_COOPMAT");
+    printf("  RLX_VK_COOPMAT=fast: refused at compile time%s\n", p ? " (NOT: a program was made)" : "");
+    T_CHECK(p == NULL, "a refused compile still returned a program");
+    if (p) g_vk->ops->program_destroy(p);
+    if (s) g_vk->ops->session_destroy(s);
+    vkt_graph_free(&t);
+}
+
+static void test_attention(void) {
+    attention_direct(64, 4, 1, 128, 128, 0, 64);
+    attention_direct(65, 4, 2, 64, 64, 20, 60);
+    attention_direct(127, 2, 2, 96, 64, 0, 127);
+    attention_direct(16, 2, 1, 5, 7, 0, 16);
+    attention_direct(40, 2, 2, 256, 256, 0, 40); /* D 256: 45 KiB of shared memory, where the device has it */
+    attention_direct(300, 4, 2, 128, 128, 0, 300); /* 10 key blocks: the last ones of the first half alone */
+    attention_direct(200, 2, 1, 64, 64, 70, 190);  /* a window over several blocks */
+    step chunked[] = {{0, 40}, {40, 25}, {200, 40}, {280, 40}};
+    attention_cached(40, 320, 4, 2, 64, 0, chunked, 4);
+    attention_cached(40, 320, 4, 2, 64, 50, chunked, 4);
+    step long_cache[] = {{0, 24}, {1076, 24}};
+    attention_cached(24, 1100, 2, 1, 64, 0, long_cache, 2);
+}
+
+int main(void) {
+    g_vk = vkt_backend();
+    if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
+    const rlx_vk_caps *c = rlx_vk_backend_caps(g_vk);
+    g_coop = c->coopmat_f16;
+    printf("cooperative-matrix matmul (shaders/matmul_coop.comp): %s; a subset of the MATMUL cases also runs "
+           "its emulation\n",
+           g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
+    test_matmul();
+    test_split_weights();
+    test_f16_range();
+    test_bad_mode();
+    test_attention();
+    if (g_coop)
+        printf("cooperative-matrix kernel RAN in %d cases\n", g_coop_cases);
+    else
+        printf("SKIPPED in part: %s has no VK_NV_cooperative_matrix 16x16x16 f16 -> f32 on subgroups of 32 "
+               "(coopmat %s); the tiled kernel ran every MATMUL case\n",
+               c->name, c->coopmat_khr ? "KHR only" : c->coopmat_nv ? "NV, other shapes" : "none");
+    printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
+           g_emu_cases);
+    printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (mixed: f16 operands, bound %.0e)\n", g_worst[0],
+           TOL_F32, g_worst[1], TOL_FAST);
+    rlx_backend_destroy(g_vk);
+    rlx_backend_destroy(g_cpu);
+    vkt_check_validation();
+    return t_summary("test_vk_prefill");
+}
