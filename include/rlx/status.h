@@ -16,6 +16,7 @@ typedef enum {
     RLX_ERR_DEVICE,           /* driver/device failure, e.g. device lost */
     RLX_ERR_IO,               /* open/read/mmap failed */
     RLX_ERR_NOT_FOUND,        /* a named thing (tensor, key, file) does not exist */
+    RLX_ERR_INTERNAL,         /* an invariant of rlx itself is broken: a bug, whatever the input */
 } rlx_code;
 
 typedef struct rlx_status_s *rlx_status; /* NULL means OK; otherwise owns a message */

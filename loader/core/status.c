@@ -72,6 +72,7 @@ const char *rlx_code_name(rlx_code code) {
     case RLX_ERR_DEVICE: return "device error";
     case RLX_ERR_IO: return "i/o error";
     case RLX_ERR_NOT_FOUND: return "not found";
+    case RLX_ERR_INTERNAL: return "internal error";
     }
     return "unknown error";
 }
