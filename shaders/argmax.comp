@@ -23,10 +23,9 @@ void main() {
     uint base = r * p.cols, t = gl_LocalInvocationID.x;
     float bv = -1.0 / 0.0;
     uint bi = 0xffffffffu;
-    // Several strides per trip, loaded before any is compared: a vocabulary row (151,936 logits) is
-    // hundreds of trips per invocation, and one load in flight per trip left it latency-bound
-    // (VEC: eight vec4 per trip; 4 floats per trip took 24 us on the H100). The indices rise, so
-    // comparing them in order keeps the first index of the maximum.
+    // Several strides per trip, loaded before any is compared (VEC: eight vec4 per trip): a
+    // vocabulary row is hundreds of trips per invocation, and one load in flight per trip leaves it
+    // latency-bound. The indices rise, so comparing them in order keeps the first index of the maximum.
     uint c = t;
     if (VEC != 0u) {
         uint c4 = t, n4 = p.cols / 4u, b4 = base / 4u;

@@ -8,8 +8,8 @@
 // per block); its lanes split the head dims (EPL of K, EPV of V each), so a key's score is a few
 // loads per lane and one subgroupAdd, and a block's K and V rows are one memory round trip. No
 // barrier until the end, where the subgroups' (m, l, acc) meet in shared memory. (Walking all keys
-// in chunks shared by the whole workgroup, with two barriers and a serial softmax per chunk, took
-// ~25 us per layer at ~100 keys on the H100.)
+// in chunks shared by the whole workgroup costs two barriers and a serial softmax per chunk, which
+// at decode's few query rows leaves the kernel waiting on barriers rather than on memory.)
 // SPLIT (long contexts, few query rows): the visible keys are cut into `splits` ranges, one
 // workgroup each, which write their unnormalised partial (max, sum, acc[Dv]) for attn_combine.comp.
 // EPL and EPV are planned for the device's smallest subgroup size, so any size it runs covers the
@@ -29,8 +29,9 @@
 #ifdef ATTN_FIXED
 // attention_step_fixed.comp: the usual decode plan (runtime/vk_lower.c attention_step_kernel) as
 // constants of the source, where the driver sizes the arrays and unrolls the loops before it
-// allocates registers (H100: attention 11.3 -> 10.4 us per layer). The host specializes both
-// kernels alike; Vulkan ignores the entries of ids 1 and 3-5, which this one does not declare.
+// allocates registers (with specialization constants it may allocate for the general case). The
+// host specializes both kernels alike; Vulkan ignores the entries of ids 1 and 3-5, which this one
+// does not declare.
 const uint GW = 1u, KB = 8u, EPL = 4u, EPV = 4u;
 #else
 layout(constant_id = 1) const uint GW = 1;    // query heads per workgroup (a divisor of H / H_kv)
@@ -88,7 +89,7 @@ shared float so[GW * DPT * WG];           // per (head, dim): the subgroups' sca
 
 // Per (subgroup, head, dim): the subgroups' scaled acc side by side, where they fit in 8 KB (the
 // rest of the kernel's shared memory is within 32 KB with it); a meeting with one barrier instead of
-// one per subgroup (H100, 8 subgroups: attention 10.45 -> 10.1 us).
+// one per subgroup, since each barrier stalls the whole workgroup on its slowest subgroup.
 const uint SUBS_CAP = 2048u;
 shared float subs[SUBS_CAP];
 
@@ -105,8 +106,8 @@ float m[GW], l[GW], acc[GW * EPV]; // this subgroup's online softmax over its ke
 
 // Two blocks of KB keys' K and V rows (buffer 0 and 1): while one is scored, the other's loads are
 // in flight, and each is refilled as soon as it is scored, so that a subgroup's first two blocks
-// are loaded together before the query rows are prepared (H100 tg128, three alternations in one
-// run against one block in flight: Qwen3-8B F16 166.60 -> 166.96 t/s, 0.6B F16 913.6 -> 918.5).
+// are loaded together before the query rows are prepared: a walk of more than one block then
+// waits for one memory round trip fewer, in the registers that one block ahead would take anyway.
 float k0[KB * EPL], v0[KB * EPV], k1[KB * EPL], v1[KB * EPV];
 
 // Issues the loads of the KB keys from j0 into buffer b (rows past hi repeat row hi); b is a
@@ -155,7 +156,7 @@ shared float prep[(GW + 2u) * PD]; // rows: the GW query heads, the new key, the
 // turned, by one subgroup; each lane keeps to its own slots (rope_slot), so none reads another's.
 // A lane's values, norm weights and angle steps are loaded together: the weights and steps come
 // from memory every step (the weights of the layers between evict them), and loaded after the
-// sums of squares they were a second round trip (H100: 12.7 -> 11.3 us per attention).
+// sums of squares they would be a second round trip.
 void prep_row(uint r, uint h0, uint kvh, uint pos) {
     bool is_q = r < GW;
     uint base = is_q ? (h0 + r) * p.dh : kvh * p.dh, pr = r * PD, lane = gl_SubgroupInvocationID;
@@ -228,7 +229,7 @@ void main() {
     uint j0 = lo + sg * KB, step = ns * KB;
     walk = walk && j0 <= hi; // this subgroup has keys to walk
     // The cache rows walked were written by earlier dispatches, so their first blocks' loads go out
-    // before the query rows are read and prepared (H100: 11.7 -> 11.4 us per attention).
+    // before the query rows are read and prepared: the cache's round trip overlaps the preparation.
     if (walk) load_block(j0, hi, kvh, kv_row, false);
     if (walk && j0 + step <= hi) load_block(j0 + step, hi, kvh, kv_row, true);
 #ifdef ATTN_STEP

@@ -14,7 +14,7 @@
 // of an 8 x 8 sub-block sit on distinct banks. The global loads of the next DEPTH steps are in
 // flight during the multiplies of the current one (a ring of DEPTH register sets, the k loop
 // unrolled by DEPTH so that each set has fixed registers). DEPTH 2 keeps twice the bytes in flight
-// per workgroup, but measured slower on the H100 everywhere: the plan uses 1 (vk_lower.c).
+// per workgroup, but was slower wherever it was measured: the plan uses 1 (vk_lower.c).
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
 // DEPTH (1 or 2).
 //
@@ -154,8 +154,8 @@ uvec4 to_f16(vec4 a, vec4 b) {
 // v rounded to f16's 11 significant bits (ties away from zero) by integer arithmetic, 0 below f16's
 // normal range: a value f16 holds exactly, so its conversion cannot round whatever the device's
 // rounding mode. Not f32(f16(v)) through unpackHalf2x16(packHalf2x16(v)): NVIDIA's compiler folds
-// that round trip into v (dxil-spirv PR 100 saw the same), which left every low part 0 and the
-// "exact" mode with plain f16 error on the H100.
+// that round trip into v (dxil-spirv PR 100 saw the same), which leaves every low part 0 and the
+// "exact" mode with plain f16 error.
 vec4 hi_part(vec4 v) {
     vec4 h = uintBitsToFloat((floatBitsToUint(v) + 0x1000u) & 0xffffe000u);
     return mix(h, vec4(0.0), lessThan(abs(v), vec4(MIN_NORMAL)));

@@ -26,7 +26,7 @@
 // loads go out before the weights' and feed only a shared-memory atomic.
 //
 // Decode is bound by the weight read, and a GPU reaches its bandwidth only with megabytes of loads
-// in flight (an H100: ~3 TB/s times ~0.7 us of latency), so the layout is about independent loads:
+// in flight (its bandwidth times its memory latency), so the layout is about independent loads:
 //  - a workgroup is G = WG / T groups of T threads; a group owns R weight rows, and its T threads
 //    split K into units of a few to a few dozen bytes, thread i taking units i, i + T, .. . Each
 //    loop trip first issues the loads of UNR units of all R rows, then does the arithmetic;
@@ -37,8 +37,8 @@
 //    K % 8 == 0, Q4_K's 144-byte blocks); aligned 32-bit words, funnel-shifted, for the 2-aligned
 //    fields of Q8_0 (34-byte blocks) and Q6_K (210 bytes); never a byte at a time.
 //  - quants become floats through the exponent (q | 0x4B000000 is the float 2^23 + q): exact, and two
-//    full-rate operations, where a conversion instruction runs at 16 per clock and SM on an H100
-//    against 128 FP32 operations (CUDA programming guide, arithmetic instruction throughput, 9.0).
+//    full-rate operations, where a conversion instruction runs at 16 per clock and SM against 128
+//    FP32 operations (CUDA programming guide, arithmetic instruction throughput, compute capability 9.0).
 //    Block scales are decoded once per unit, not per value.
 //  - sums meet through subgroupAdd and one pass over shared memory: a single barrier.
 // Groups are made of whole subgroups (thread and group numbers come from the subgroup numbers), so
@@ -66,8 +66,8 @@ layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindi
 
 // MATVEC_STREAM (matvec_stream.comp): the weights are declared coherent, which asks the driver for
 // loads that see other invocations' writes, so it cannot serve them from the SM's L1; each weight
-// byte is read once, and x and the folded norm's weights keep the L1 to themselves (H100: the 8B
-// F16 gate/up 73.3 -> 70.2 us; runtime/vk_lower.c matvec_kernel says where it is used).
+// byte is read once, and x and the folded norm's weights keep the L1 to themselves; for long rows
+// the weight stream would otherwise evict x. runtime/vk_lower.c matvec_kernel says where it is used.
 #ifdef MATVEC_STREAM
 #define W_ACCESS coherent readonly
 #else
@@ -229,8 +229,8 @@ void mv_q8_0() {
 // bytes (d, dmin, scales): two 16-byte loads. Byte 32c + l' (c = v / 2) holds value 64c + l' in its
 // low nibble (sub-block 2c) and value 64c + 32 + l' in its high nibble (sub-block 2c + 1); the two
 // scales and mins are decoded once for the unit's 32 values. Units of 16 bytes, not 32, give twice
-// the threads, each with half the serial work: Qwen3-8B Q4_K_M tg128 on the H100 160 -> 197 t/s
-// (with 8 or 4 bytes per unit, one header load per 16 or 8 values made it slower: 161 and 126).
+// the threads, each with half the serial work; smaller units (8 or 4 bytes) would load the block
+// header once per 16 or 8 values, which costs more than the shorter work saves.
 
 // Scale and min of sub-block j from the scale bytes 0-3, 4-7, 8-11 in s (ggml-quants.c
 // get_scale_min_k4).
