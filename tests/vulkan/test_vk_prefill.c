@@ -399,8 +399,9 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
     vkt_graph_free(&t);
 }
 
-/* A mode name the backend does not know (here session 2's "fast") is refused when the program is
- * compiled, with the variable and the accepted names, not silently replaced by the default. */
+/* A mode name the backend does not know (here "fast", a name an earlier version took) is refused
+ * when the program is compiled, with the variable and the accepted names, not silently replaced by
+ * the default. */
 static void test_bad_mode(void) {
     vkt_graph t;
     vkt_graph_init(&t);
