@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "cli_util.h"
 #include "rlx/runner.h"
 #include "rlx/status.h"
 
@@ -18,7 +19,33 @@
     "  --seed S             random seed; the same seed gives the same ids\n"                       \
     "  --ignore-eos         keep going past the end-of-sequence token\n"
 
-/* Consumes argv[*i] (and its value) when it is one of RLX_CLI_SAMPLING_HELP's options. */
-rlx_status rlx_cli_sampling_option(int argc, char **argv, int *i, rlx_sample_opts *o, bool *matched);
+/* The options of RLX_CLI_SAMPLING_HELP, for a command's struct option table. */
+enum {
+    RLX_OPT_TEMP = RLX_OPT_SAMPLING,
+    RLX_OPT_TOP_K,
+    RLX_OPT_TOP_P,
+    RLX_OPT_MIN_P,
+    RLX_OPT_REPEAT_PENALTY,
+    RLX_OPT_REPEAT_LAST_N,
+    RLX_OPT_SEED,
+    RLX_OPT_IGNORE_EOS,
+};
+#define RLX_CLI_SAMPLING_OPTIONS                                                                   \
+    {"temp", required_argument, NULL, RLX_OPT_TEMP}, {"top-k", required_argument, NULL, RLX_OPT_TOP_K}, \
+        {"top-p", required_argument, NULL, RLX_OPT_TOP_P}, {"min-p", required_argument, NULL, RLX_OPT_MIN_P}, \
+        {"repeat-penalty", required_argument, NULL, RLX_OPT_REPEAT_PENALTY},                       \
+        {"repeat-last-n", required_argument, NULL, RLX_OPT_REPEAT_LAST_N},                         \
+        {"seed", required_argument, NULL, RLX_OPT_SEED}, {"ignore-eos", no_argument, NULL, RLX_OPT_IGNORE_EOS}
+
+/* Applies option opt (from rlx_cli_next) when it is one of RLX_CLI_SAMPLING_HELP's; *matched tells
+ * whether it was. */
+rlx_status rlx_cli_sampling_option(const rlx_cli_parser *p, int opt, rlx_sample_opts *o, bool *matched);
+
+/* The options rlx run, chat and generate share: the model's (with --tokens), --decode-ahead and
+ * sampling. */
+#define RLX_CLI_GENERATION_OPTIONS                                                                 \
+    RLX_CLI_RUNNER_OPTIONS, RLX_CLI_TOKENS_OPTION, RLX_CLI_DECODE_AHEAD_OPTION, RLX_CLI_SAMPLING_OPTIONS
+rlx_status rlx_cli_generation_option(const rlx_cli_parser *p, int opt, rlx_cli_model_args *m, rlx_sample_opts *o,
+                                     bool *matched);
 
 #endif

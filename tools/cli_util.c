@@ -78,6 +78,20 @@ rlx_status rlx_cli_parse_i64(const char *opt, const char *text, int64_t min, int
     return NULL;
 }
 
+rlx_status rlx_cli_parse_i32(const char *opt, const char *text, int32_t min, int32_t max, int32_t *out) {
+    int64_t v = 0;
+    RLX_TRY(rlx_cli_parse_i64(opt, text, min, max, &v));
+    *out = (int32_t)v;
+    return NULL;
+}
+
+rlx_status rlx_cli_parse_threads(const char *opt, const char *text, int *out) {
+    int32_t v = 0;
+    RLX_TRY(rlx_cli_parse_i32(opt, text, 0, RLX_CLI_MAX_THREADS, &v));
+    *out = v;
+    return NULL;
+}
+
 rlx_status rlx_cli_parse_u64(const char *opt, const char *text, uint64_t *out) {
     char *end = NULL;
     errno = 0;
@@ -103,21 +117,71 @@ rlx_status rlx_cli_parse_f64(const char *opt, const char *text, double min, doub
     return NULL;
 }
 
-bool rlx_cli_is(const char *arg, const char *name, bool takes_value) {
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0) return false;
-    return arg[n] == '\0' || (takes_value && arg[n] == '=' && name[1] == '-');
+/* The table entry of option id, or NULL for a short option without a long name. */
+static const struct option *long_entry(const rlx_cli_parser *p, int id) {
+    for (const struct option *o = p->longs; o && o->name; o++)
+        if (o->val == id) return o;
+    return NULL;
 }
 
-rlx_status rlx_cli_take_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *eq = strchr(argv[*i], '=');
-    if (eq && name[1] == '-') {
-        *value = eq + 1;
-        return NULL;
+/* A long option as written, up to any "=VALUE", is its whole name (getopt_long also accepts any
+ * unambiguous prefix; rlx does not). */
+static bool spelled_in_full(const char *element, const struct option *o) {
+    size_t n = strcspn(element + 2, "=");
+    return o && strlen(o->name) == n && !strncmp(element + 2, o->name, n);
+}
+
+/* Names option id in p->name: as written, except that a short option listed in long_names is named
+ * by its long name. False when the long option was abbreviated. */
+static bool name_option(rlx_cli_parser *p, int id) {
+    const struct option *o = long_entry(p, id);
+    if (p->element[1] == '-') {
+        if (!spelled_in_full(p->element, o)) return false;
+    } else if (!(o && p->long_names && strchr(p->long_names, id))) {
+        snprintf(p->name, sizeof p->name, "-%c", id);
+        return true;
     }
-    if (*i + 1 >= argc) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "option %s needs a value", name);
-    *value = argv[++*i];
+    snprintf(p->name, sizeof p->name, "--%s", o->name);
+    return true;
+}
+
+rlx_status rlx_cli_unknown(const rlx_cli_parser *p) {
+    return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option %s'%s'", p->or_argument ? "or extra argument " : "",
+                      p->element);
+}
+
+rlx_status rlx_cli_next(rlx_cli_parser *p, int *opt) {
+    if (!p->started) {
+        /* "-": non-options come back in order (argv is not permuted); ":": a missing value is ':' */
+        int len = snprintf(p->optstring, sizeof p->optstring, "-:%s", p->shorts ? p->shorts : "");
+        if (len < 0 || (size_t)len >= sizeof p->optstring)
+            return rlx_errorf(RLX_ERR_INTERNAL, "short options '%s' overflow the parser's buffer", p->shorts);
+        optind = 0; /* glibc: a full reset, also of a cluster of short options left half read */
+        opterr = 0;
+        p->started = true;
+    }
+    int at = optind ? optind : 1; /* the element getopt reads next (it stays on a cluster until its end) */
+    p->element = at < p->argc ? p->argv[at] : NULL;
+    p->value = NULL;
+    p->name[0] = '\0';
+    if (p->element && !strcmp(p->element, "--")) return rlx_cli_unknown(p);
+    int c = getopt_long(p->argc, p->argv, p->optstring, p->longs, NULL);
+    *opt = c == -1 ? RLX_CLI_END : c;
+    if (c == -1) return NULL;
+    p->value = optarg;
+    if (c == 1) return NULL;
+    if (c == '?' || !name_option(p, c == ':' ? optopt : c)) return rlx_cli_unknown(p);
+    if (c == ':') return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "option %s needs a value", p->name);
     return NULL;
+}
+
+rlx_status rlx_cli_parse(rlx_cli_parser *p, rlx_cli_apply_fn apply, void *args) {
+    for (;;) {
+        int opt;
+        RLX_TRY(rlx_cli_next(p, &opt));
+        if (opt == RLX_CLI_END) return NULL;
+        RLX_TRY(apply(p, opt, args));
+    }
 }
 
 int rlx_cli_fail(const char *cmd, rlx_status s, bool usage) {
@@ -140,44 +204,36 @@ double rlx_cli_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-rlx_status rlx_cli_model_option(int argc, char **argv, int *i, rlx_cli_model_args *a, bool *matched) {
-    const char *arg = argv[*i], *v = NULL;
-    int64_t n = 0;
+rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_args *a, bool *matched) {
     *matched = true;
-    if (rlx_cli_is(arg, "-m", true) || rlx_cli_is(arg, "--model", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, arg[1] == '-' ? "--model" : "-m", &a->model));
-    } else if (rlx_cli_is(arg, "--tokens", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--tokens", &v));
+    switch (opt) {
+    case 'm':
+        a->model = p->value;
+        break;
+    case RLX_OPT_TOKENS:
         free(a->ids);
         a->ids = NULL;
-        RLX_TRY(rlx_cli_parse_ids("--tokens", v, &a->ids, &a->n_ids));
-    } else if (rlx_cli_is(arg, "--backend", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--backend", &a->opts.backend));
-    } else if (rlx_cli_is(arg, "--device", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--device", &a->opts.device));
-    } else if (rlx_cli_is(arg, "-t", true) || rlx_cli_is(arg, "--threads", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--threads", &v));
-        RLX_TRY(rlx_cli_parse_i64("--threads", v, 0, 1024, &n));
-        a->opts.n_threads = (int)n;
-    } else if (rlx_cli_is(arg, "--ctx", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--ctx", &v));
-        RLX_TRY(rlx_cli_parse_i64("--ctx", v, 0, INT32_MAX, &n));
-        a->opts.n_ctx = (int32_t)n;
-    } else {
+        RLX_TRY(rlx_cli_parse_ids(p->name, p->value, &a->ids, &a->n_ids));
+        break;
+    case RLX_OPT_BACKEND:
+        a->opts.backend = p->value;
+        break;
+    case RLX_OPT_DEVICE:
+        a->opts.device = p->value;
+        break;
+    case 't':
+        return rlx_cli_parse_threads(p->name, p->value, &a->opts.n_threads);
+    case RLX_OPT_CTX:
+        return rlx_cli_parse_i32(p->name, p->value, 0, INT32_MAX, &a->opts.n_ctx);
+    default:
         *matched = false;
     }
     return NULL;
 }
 
-rlx_status rlx_cli_decode_ahead_option(int argc, char **argv, int *i, rlx_runner_opts *o, bool *matched) {
-    *matched = rlx_cli_is(argv[*i], "--decode-ahead", true);
-    if (!*matched) return NULL;
-    const char *v = NULL;
-    int64_t n = 0;
-    RLX_TRY(rlx_cli_take_value(argc, argv, i, "--decode-ahead", &v));
-    RLX_TRY(rlx_cli_parse_i64("--decode-ahead", v, 1, RLX_DECODE_AHEAD_MAX, &n));
-    o->decode_ahead = (int32_t)n;
-    return NULL;
+rlx_status rlx_cli_decode_ahead_option(const rlx_cli_parser *p, int opt, rlx_runner_opts *o, bool *matched) {
+    *matched = opt == RLX_OPT_DECODE_AHEAD;
+    return *matched ? rlx_cli_parse_i32(p->name, p->value, 1, RLX_DECODE_AHEAD_MAX, &o->decode_ahead) : NULL;
 }
 
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a) {

@@ -4,6 +4,7 @@
 #ifndef RLX_TOOLS_CLI_UTIL_H
 #define RLX_TOOLS_CLI_UTIL_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,17 +22,60 @@ rlx_status rlx_cli_parse_ids(const char *opt, const char *text, int32_t **out, i
 
 /* A whole decimal integer in [min, max]. */
 rlx_status rlx_cli_parse_i64(const char *opt, const char *text, int64_t min, int64_t max, int64_t *out);
+/* rlx_cli_parse_i64 into an int32_t; min and max are within int32_t. */
+rlx_status rlx_cli_parse_i32(const char *opt, const char *text, int32_t min, int32_t max, int32_t *out);
+/* A worker thread count, 0 (every online core) .. RLX_CLI_MAX_THREADS. */
+#define RLX_CLI_MAX_THREADS 1024
+rlx_status rlx_cli_parse_threads(const char *opt, const char *text, int *out);
 /* A whole decimal unsigned 64-bit integer (no sign). */
 rlx_status rlx_cli_parse_u64(const char *opt, const char *text, uint64_t *out);
 /* A finite number in [min, max]. */
 rlx_status rlx_cli_parse_f64(const char *opt, const char *text, double min, double max, double *out);
 
-/* argv[*i] is an option that takes a value, written "--opt VALUE" or "--opt=VALUE". `name` is the
- * option as matched (e.g. "--tokens"). Sets *value and advances *i past what was consumed. */
-rlx_status rlx_cli_take_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* ---- the option parser: getopt_long driven by one struct option table per command ----
+ *
+ * A command lists its options as a struct option table (val: the short option's character, or an
+ * id from RLX_OPT_SHARED / RLX_OPT_SAMPLING / RLX_OPT_COMMAND up for long-only options) and its
+ * short options as a getopt string without the leading "-:", then calls rlx_cli_next until it
+ * gives RLX_CLI_END. Arguments are read in order, argv is not permuted, and getopt prints nothing
+ * (opterr = 0): every message is rlx's own. Beyond getopt's rules:
+ *   - long options must be spelled in full: an abbreviation ("--mod") is an unknown option, so
+ *     that a typo, or an option added later, cannot change what an existing command line means;
+ *   - "--" is an unknown option (rlx has no end-of-options marker; a value may still be "--"). */
+#define RLX_CLI_ARG 1  /* a positional argument, in value */
+#define RLX_CLI_END -1 /* every argument is read */
 
-/* True when argv[i] is `name`, or `name=...` for an option that takes a value. */
-bool rlx_cli_is(const char *arg, const char *name, bool takes_value);
+enum {
+    RLX_OPT_SHARED = 256,   /* the model options and --decode-ahead, below */
+    RLX_OPT_SAMPLING = 320, /* cli_sampling.h */
+    RLX_OPT_COMMAND = 384,  /* a command's own long-only options */
+};
+
+typedef struct rlx_cli_parser {
+    int argc;
+    char **argv;                /* borrowed */
+    const char *shorts;         /* borrowed: getopt's short options, e.g. "m:t:h" */
+    const struct option *longs; /* borrowed: ends with a zero entry */
+    const char *long_names;     /* short options that messages name by their long name ("t": --threads) */
+    bool or_argument;           /* say "unknown option or extra argument" for what is not an option */
+    /* set by rlx_cli_next */
+    const char *value;   /* the option's value, or the positional argument; borrowed from argv */
+    const char *element; /* the argv element being read */
+    char name[40];       /* the option as messages name it: "-m", "--threads" */
+    char optstring[40];  /* "-:" + shorts */
+    bool started;
+} rlx_cli_parser;
+
+/* The next option of p: *opt is its val, RLX_CLI_ARG or RLX_CLI_END. The first call resets
+ * getopt, so a command can parse again in the same process. Errors: an unknown option and an
+ * option without its value ("option -m needs a value"). */
+rlx_status rlx_cli_next(rlx_cli_parser *p, int *opt);
+/* "unknown option 'ELEMENT'" (or "unknown option or extra argument 'ELEMENT'"). */
+rlx_status rlx_cli_unknown(const rlx_cli_parser *p);
+/* Reads every option of p in order and hands each to apply (opt as from rlx_cli_next, never
+ * RLX_CLI_END); stops at the first error. */
+typedef rlx_status (*rlx_cli_apply_fn)(const rlx_cli_parser *p, int opt, void *args);
+rlx_status rlx_cli_parse(rlx_cli_parser *p, rlx_cli_apply_fn apply, void *args);
 
 /* Prints "rlx <cmd>: <message>" to stderr (plus a pointer to --help for usage errors), frees s,
  * and returns the exit code for its kind:
@@ -58,15 +102,27 @@ typedef struct rlx_cli_model_args {
     "  -t, --threads N      CPU threads (default 0: every online core)\n"                            \
     "  --ctx N              context length (default 0: min(the model's training context, 4096))\n"
 
-/* Consumes argv[*i] (and its value) when it is one of the options in RLX_CLI_MODEL_HELP;
- * *matched tells whether it was. */
-rlx_status rlx_cli_model_option(int argc, char **argv, int *i, rlx_cli_model_args *a, bool *matched);
-/* --decode-ahead N (1..64), the runner's decode_ahead; *matched tells whether argv[*i] was it. */
+/* The options of RLX_CLI_MODEL_HELP: a command lists RLX_CLI_RUNNER_OPTIONS (and
+ * RLX_CLI_TOKENS_OPTION where it takes --tokens) in its table, RLX_CLI_MODEL_SHORTS in its short
+ * options, and 't' in long_names (messages name -t as --threads). */
+enum { RLX_OPT_TOKENS = RLX_OPT_SHARED, RLX_OPT_BACKEND, RLX_OPT_DEVICE, RLX_OPT_CTX, RLX_OPT_DECODE_AHEAD };
+#define RLX_CLI_MODEL_SHORTS "m:t:"
+#define RLX_CLI_RUNNER_OPTIONS                                                                     \
+    {"model", required_argument, NULL, 'm'}, {"backend", required_argument, NULL, RLX_OPT_BACKEND}, \
+        {"device", required_argument, NULL, RLX_OPT_DEVICE}, {"threads", required_argument, NULL, 't'}, \
+        {"ctx", required_argument, NULL, RLX_OPT_CTX}
+#define RLX_CLI_TOKENS_OPTION {"tokens", required_argument, NULL, RLX_OPT_TOKENS}
+#define RLX_CLI_DECODE_AHEAD_OPTION {"decode-ahead", required_argument, NULL, RLX_OPT_DECODE_AHEAD}
+
+/* Applies option opt (from rlx_cli_next) when it is one of RLX_CLI_MODEL_HELP's; *matched tells
+ * whether it was. */
+rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_args *a, bool *matched);
+/* --decode-ahead N (1..64), the runner's decode_ahead; *matched tells whether opt was it. */
 #define RLX_CLI_DECODE_AHEAD_HELP                                                                  \
     "  --decode-ahead N     under greedy sampling (--temp 0), steps decoded on the device before\n" \
     "                       their tokens are reported, 1..64 (default 8; 1: each token as soon as\n" \
     "                       it is decoded)\n"
-rlx_status rlx_cli_decode_ahead_option(int argc, char **argv, int *i, rlx_runner_opts *o, bool *matched);
+rlx_status rlx_cli_decode_ahead_option(const rlx_cli_parser *p, int opt, rlx_runner_opts *o, bool *matched);
 /* Errors when -m or --tokens is missing. */
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a);
 

@@ -78,9 +78,7 @@ typedef struct bench_args {
 } bench_args;
 
 /* "128,512": each item a whole number in [0, BENCH_MAX_TOKENS]. */
-static rlx_status parse_list(int argc, char **argv, int *i, const char *name, int32_t **list, int32_t *n) {
-    const char *v;
-    RLX_TRY(rlx_cli_take_value(argc, argv, i, name, &v));
+static rlx_status parse_list(const char *name, const char *v, int32_t **list, int32_t *n) {
     free(*list);
     *n = 1;
     for (const char *c = v; *c; c++) *n += *c == ',';
@@ -103,36 +101,48 @@ static rlx_status parse_list(int argc, char **argv, int *i, const char *name, in
     return NULL;
 }
 
-static rlx_status parse_option(int argc, char **argv, int *i, bench_args *a) {
-    const char *arg = argv[*i], *v;
-    bool dashes = arg[1] == '-';
-    if (rlx_cli_is(arg, "-p", true) || rlx_cli_is(arg, "--n-prompt", true))
-        return parse_list(argc, argv, i, dashes ? "--n-prompt" : "-p", &a->pp, &a->n_pp);
-    if (rlx_cli_is(arg, "-n", true) || rlx_cli_is(arg, "--n-gen", true))
-        return parse_list(argc, argv, i, dashes ? "--n-gen" : "-n", &a->tg, &a->n_tg);
-    if (rlx_cli_is(arg, "-r", true) || rlx_cli_is(arg, "--repetitions", true)) {
-        const char *name = dashes ? "--repetitions" : "-r";
-        int64_t r;
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, name, &v));
-        RLX_TRY(rlx_cli_parse_i64(name, v, 1, BENCH_MAX_REPS, &r));
-        a->reps = (int32_t)r;
+enum { OPT_BW_REMEASURE = RLX_OPT_COMMAND };
+
+/* The model options but --tokens: bench makes its own ids. */
+static const struct option options[] = {
+    RLX_CLI_RUNNER_OPTIONS,
+    RLX_CLI_DECODE_AHEAD_OPTION,
+    {"n-prompt", required_argument, NULL, 'p'},
+    {"n-gen", required_argument, NULL, 'n'},
+    {"repetitions", required_argument, NULL, 'r'},
+    {"output", required_argument, NULL, 'o'},
+    {"bw-remeasure", no_argument, NULL, OPT_BW_REMEASURE},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    bench_args *a = args;
+    bool matched;
+    RLX_TRY(rlx_cli_model_option(p, opt, &a->m, &matched));
+    if (!matched) RLX_TRY(rlx_cli_decode_ahead_option(p, opt, &a->m.opts, &matched));
+    if (matched) return NULL;
+    switch (opt) {
+    case 'p':
+        return parse_list(p->name, p->value, &a->pp, &a->n_pp);
+    case 'n':
+        return parse_list(p->name, p->value, &a->tg, &a->n_tg);
+    case 'r':
+        return rlx_cli_parse_i32(p->name, p->value, 1, BENCH_MAX_REPS, &a->reps);
+    case 'o':
+        if (strcmp(p->value, "md") && strcmp(p->value, "json"))
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a format (expected md or json)", p->name,
+                              p->value);
+        a->json = !strcmp(p->value, "json");
         return NULL;
-    }
-    if (rlx_cli_is(arg, "-o", true) || rlx_cli_is(arg, "--output", true)) {
-        const char *name = dashes ? "--output" : "-o";
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, name, &v));
-        if (strcmp(v, "md") && strcmp(v, "json"))
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a format (expected md or json)", name, v);
-        a->json = !strcmp(v, "json");
-        return NULL;
-    }
-    if (!strcmp(arg, "--bw-remeasure"))
+    case OPT_BW_REMEASURE:
         a->remeasure = true;
-    else if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+        return NULL;
+    case 'h':
         a->help = true;
-    else
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
-    return NULL;
+        return NULL;
+    }
+    return rlx_cli_unknown(p); /* a positional argument */
 }
 
 static rlx_status default_list(int32_t n, int32_t **list, int32_t *count) {
@@ -144,13 +154,9 @@ static rlx_status default_list(int32_t n, int32_t **list, int32_t *count) {
 }
 
 static rlx_status parse(int argc, char **argv, bench_args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool matched = false;
-        /* the model options but --tokens: bench makes its own ids */
-        if (!rlx_cli_is(argv[i], "--tokens", true)) RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
-        if (!matched) RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
-        if (!matched) RLX_TRY(parse_option(argc, argv, &i, a));
-    }
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:n:r:o:h", .longs = options,
+                        .long_names = "t"};
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     if (!a->m.model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (a GGUF file or HF model directory)");
     const char *be = a->m.opts.backend;

@@ -54,37 +54,44 @@ typedef struct {
     bool help;
 } chat_args;
 
-static rlx_status parse(int argc, char **argv, chat_args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool matched;
-        const char *v;
-        int64_t n;
-        const char *arg = argv[i];
-        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
-        if (matched) {
-            if (a->m.ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--tokens has no meaning in a chat");
-            continue;
-        }
-        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
-        if (matched) continue;
-        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
-        if (matched) {
-            a->seed_given |= rlx_cli_is(arg, "--seed", true);
-        } else if (rlx_cli_is(arg, "--system", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--system", &a->system));
-        } else if (rlx_cli_is(arg, "--chat-template", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--chat-template", &a->template_file));
-        } else if (rlx_cli_is(arg, "-n", true) || rlx_cli_is(arg, "--n-predict", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--n-predict", &v));
-            RLX_TRY(rlx_cli_parse_i64("--n-predict", v, 1, INT32_MAX, &n));
-            a->n_new = (int32_t)n;
-        } else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            a->help = true;
-        } else {
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
-        }
+enum { OPT_SYSTEM = RLX_OPT_COMMAND, OPT_CHAT_TEMPLATE };
+
+static const struct option options[] = {
+    RLX_CLI_GENERATION_OPTIONS,
+    {"system", required_argument, NULL, OPT_SYSTEM},
+    {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+    {"n-predict", required_argument, NULL, 'n'},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    chat_args *a = args;
+    bool matched;
+    RLX_TRY(rlx_cli_generation_option(p, opt, &a->m, &a->sample, &matched));
+    if (opt == RLX_OPT_TOKENS) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--tokens has no meaning in a chat");
+    a->seed_given |= opt == RLX_OPT_SEED;
+    if (matched) return NULL;
+    switch (opt) {
+    case OPT_SYSTEM:
+        a->system = p->value;
+        return NULL;
+    case OPT_CHAT_TEMPLATE:
+        a->template_file = p->value;
+        return NULL;
+    case 'n':
+        return rlx_cli_parse_i32(p->name, p->value, 1, INT32_MAX, &a->n_new);
+    case 'h':
+        a->help = true;
+        return NULL;
     }
-    return NULL;
+    return rlx_cli_unknown(p); /* a positional argument */
+}
+
+static rlx_status parse(int argc, char **argv, chat_args *a) {
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
+                        .long_names = "tn"};
+    return rlx_cli_parse(&p, apply, a);
 }
 
 static volatile sig_atomic_t interrupted;

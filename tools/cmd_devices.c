@@ -1,7 +1,7 @@
 /* rlx devices: every Vulkan device with its index and capability snapshot, one line each. */
 #include <stdio.h>
-#include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "rlx/status.h"
 #ifdef RLX_HAVE_VULKAN
@@ -19,13 +19,24 @@ static void usage(FILE *f) {
                "RLX_VK_VALIDATION=1 enables the Khronos validation layer.\n");
 }
 
+static const struct option options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
 int rlx_cmd_devices(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        fprintf(stderr, "rlx devices: unknown option '%s'\n\n", argv[i]);
+    /* the first argument decides: --help, or a usage error (devices takes none) */
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "h", .longs = options};
+    int opt;
+    rlx_status bad = rlx_cli_next(&p, &opt);
+    if (!bad && opt == 'h') {
+        usage(stdout);
+        return 0;
+    }
+    if (!bad && opt == RLX_CLI_ARG) bad = rlx_cli_unknown(&p);
+    if (bad) {
+        fprintf(stderr, "rlx devices: %s\n\n", rlx_status_message(bad));
+        rlx_status_free(bad);
         usage(stderr);
         return 2;
     }

@@ -2,7 +2,6 @@
  * and decode speed. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli_sampling.h"
 #include "cli_util.h"
@@ -41,34 +40,49 @@ typedef struct {
     bool help;
 } generate_args;
 
-static bool flag(generate_args *a, const char *arg) {
-    if (!strcmp(arg, "--ids")) return true; /* ids are the only output so far */
-    if (!strcmp(arg, "--no-cache")) return a->m.opts.no_kv_cache = true;
-    if (!strcmp(arg, "--no-buckets")) return a->m.opts.no_buckets = true;
-    if (!strcmp(arg, "--no-prefill-cache")) return a->m.opts.no_prefill_cache = true;
-    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) return a->help = true;
-    return false;
+enum { OPT_IDS = RLX_OPT_COMMAND, OPT_NO_CACHE, OPT_NO_BUCKETS, OPT_NO_PREFILL_CACHE };
+
+static const struct option options[] = {
+    RLX_CLI_GENERATION_OPTIONS,
+    {"n-predict", required_argument, NULL, 'n'},
+    {"ids", no_argument, NULL, OPT_IDS},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"no-buckets", no_argument, NULL, OPT_NO_BUCKETS},
+    {"no-prefill-cache", no_argument, NULL, OPT_NO_PREFILL_CACHE},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    generate_args *a = args;
+    bool matched;
+    RLX_TRY(rlx_cli_generation_option(p, opt, &a->m, &a->sample, &matched));
+    if (matched) return NULL;
+    switch (opt) {
+    case 'n':
+        return rlx_cli_parse_i32(p->name, p->value, 1, INT32_MAX, &a->n_new);
+    case OPT_IDS: /* ids are the only output so far */
+        return NULL;
+    case OPT_NO_CACHE:
+        a->m.opts.no_kv_cache = true;
+        return NULL;
+    case OPT_NO_BUCKETS:
+        a->m.opts.no_buckets = true;
+        return NULL;
+    case OPT_NO_PREFILL_CACHE:
+        a->m.opts.no_prefill_cache = true;
+        return NULL;
+    case 'h':
+        a->help = true;
+        return NULL;
+    }
+    return rlx_cli_unknown(p); /* a positional argument */
 }
 
 static rlx_status parse(int argc, char **argv, generate_args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool matched;
-        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
-        if (matched || flag(a, argv[i])) continue;
-        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
-        if (matched) continue;
-        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
-        if (matched) continue;
-        if (rlx_cli_is(argv[i], "-n", true) || rlx_cli_is(argv[i], "--n-predict", true)) {
-            const char *name = argv[i][1] == '-' ? "--n-predict" : "-n", *v;
-            int64_t n;
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, name, &v));
-            RLX_TRY(rlx_cli_parse_i64(name, v, 1, INT32_MAX, &n));
-            a->n_new = (int32_t)n;
-            continue;
-        }
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", argv[i]);
-    }
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
+                        .long_names = "t"};
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     RLX_TRY(rlx_cli_model_check(&a->m));
     if (!a->n_new) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -n N (how many tokens to generate)");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "inspect_report.h"
 #include "loader/format/gguf.h"
@@ -50,29 +51,52 @@ static bool add_model_config(json_t *report, const char *path) {
     return true;
 }
 
-int rlx_cmd_inspect(int argc, char **argv) {
-    const char *path = NULL;
-    bool as_json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+enum { OPT_JSON = RLX_OPT_COMMAND };
+
+static const struct option options[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* Reads the arguments in order: the exit code when the command ends here (--help, a usage error),
+ * else -1. */
+static int parse(int argc, char **argv, const char **path, bool *as_json) {
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "h", .longs = options};
+    for (;;) {
+        int opt;
+        rlx_status s = rlx_cli_next(&p, &opt);
+        if (!s && opt == RLX_CLI_ARG && p.value[0] == '-') s = rlx_cli_unknown(&p); /* "-" is no PATH */
+        if (s) {
+            fprintf(stderr, "rlx inspect: %s\n\n%s", rlx_status_message(s), inspect_help);
+            rlx_status_free(s);
+            return 2;
+        }
+        if (opt == RLX_CLI_END) break;
+        if (opt == 'h') {
             fputs(inspect_help, stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            as_json = true;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "rlx inspect: unknown option '%s'\n\n%s", argv[i], inspect_help);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "rlx inspect: more than one PATH ('%s' and '%s')\n", path, argv[i]);
+        } else if (opt == OPT_JSON) {
+            *as_json = true;
+        } else if (*path) {
+            fprintf(stderr, "rlx inspect: more than one PATH ('%s' and '%s')\n", *path, p.value);
             return 2;
         } else {
-            path = argv[i];
+            *path = p.value;
         }
     }
-    if (!path) {
+    if (!*path) {
         fprintf(stderr, "rlx inspect: missing PATH\n\n%s", inspect_help);
         return 2;
     }
+    return -1;
+}
+
+int rlx_cmd_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    bool as_json = false;
+    int code = parse(argc, argv, &path, &as_json);
+    if (code >= 0) return code;
 
     struct stat st;
     if (stat(path, &st) != 0) {

@@ -31,21 +31,40 @@ typedef struct {
     bool help;
 } logits_args;
 
-static rlx_status parse(int argc, char **argv, logits_args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool matched;
-        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
-        if (matched) continue;
-        const char *arg = argv[i];
-        if (rlx_cli_is(arg, "-o", true) || rlx_cli_is(arg, "--output", true))
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, arg[1] == '-' ? "--output" : "-o", &a->output));
-        else if (!strcmp(arg, "--all"))
-            a->all = true;
-        else if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
-            a->help = true;
-        else
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
+enum { OPT_ALL = RLX_OPT_COMMAND };
+
+static const struct option options[] = {
+    RLX_CLI_RUNNER_OPTIONS,
+    RLX_CLI_TOKENS_OPTION,
+    {"output", required_argument, NULL, 'o'},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    logits_args *a = args;
+    bool matched;
+    RLX_TRY(rlx_cli_model_option(p, opt, &a->m, &matched));
+    if (matched) return NULL;
+    switch (opt) {
+    case 'o':
+        a->output = p->value;
+        return NULL;
+    case OPT_ALL:
+        a->all = true;
+        return NULL;
+    case 'h':
+        a->help = true;
+        return NULL;
     }
+    return rlx_cli_unknown(p); /* a positional argument */
+}
+
+static rlx_status parse(int argc, char **argv, logits_args *a) {
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "o:h", .longs = options,
+                        .long_names = "t"};
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     RLX_TRY(rlx_cli_model_check(&a->m));
     if (!a->output) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -o OUT.f32 (where to write the logits)");

@@ -2,7 +2,6 @@
  * file types, with llama.cpp's per-tensor choices (loader/quant/quant_mix.c). */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -45,34 +44,41 @@ static rlx_status unknown_type(const char *name) {
 
 typedef struct quantize_args {
     const char *in, *out, *type; /* borrowed from argv */
+    size_t n_pos; /* of in, out, type given */
     int threads;
     bool help;
 } quantize_args;
 
-static rlx_status parse(int argc, char **argv, quantize_args *a) {
+static const struct option options[] = {
+    {"threads", required_argument, NULL, 't'},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    quantize_args *a = args;
     const char **pos[] = {&a->in, &a->out, &a->type};
-    size_t n_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v;
-        if (rlx_cli_is(arg, "-t", true) || rlx_cli_is(arg, "--threads", true)) {
-            int64_t n;
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--threads", &v));
-            RLX_TRY(rlx_cli_parse_i64("--threads", v, 0, 1024, &n));
-            a->threads = (int)n;
-        } else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            a->help = true;
-        } else if (arg[0] == '-' && arg[1]) {
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
-        } else if (n_pos < 3) {
-            *pos[n_pos++] = arg;
-        } else {
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unexpected argument '%s' (expected IN.gguf OUT.gguf TYPE)", arg);
-        }
+    switch (opt) {
+    case 't':
+        return rlx_cli_parse_threads(p->name, p->value, &a->threads);
+    case 'h':
+        a->help = true;
+        return NULL;
     }
+    if (a->n_pos == 3)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unexpected argument '%s' (expected IN.gguf OUT.gguf TYPE)",
+                          p->value);
+    *pos[a->n_pos++] = p->value;
+    return NULL;
+}
+
+static rlx_status parse(int argc, char **argv, quantize_args *a) {
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "t:h", .longs = options, .long_names = "t"};
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
-    if (n_pos < 3)
+    if (a->n_pos < 3)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing %s (expected IN.gguf OUT.gguf TYPE)",
-                          n_pos == 0 ? "IN.gguf" : n_pos == 1 ? "OUT.gguf" : "TYPE");
+                          a->n_pos == 0 ? "IN.gguf" : a->n_pos == 1 ? "OUT.gguf" : "TYPE");
     if (!rlx_quant_recipe_find(a->type)) return unknown_type(a->type);
     return NULL;
 }

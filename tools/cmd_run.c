@@ -50,37 +50,51 @@ typedef struct {
     bool special, no_bos, help;
 } run_args;
 
-static rlx_status parse(int argc, char **argv, run_args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool matched;
-        const char *v;
-        int64_t n;
-        RLX_TRY(rlx_cli_model_option(argc, argv, &i, &a->m, &matched));
-        if (matched) continue;
-        RLX_TRY(rlx_cli_decode_ahead_option(argc, argv, &i, &a->m.opts, &matched));
-        if (matched) continue;
-        const char *arg = argv[i];
-        RLX_TRY(rlx_cli_sampling_option(argc, argv, &i, &a->sample, &matched));
-        if (matched) {
-            a->seed_given |= rlx_cli_is(arg, "--seed", true);
-        } else if (rlx_cli_is(arg, "-p", true) || rlx_cli_is(arg, "--prompt", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--prompt", &a->prompt));
-        } else if (rlx_cli_is(arg, "-f", true) || rlx_cli_is(arg, "--file", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--file", &a->prompt_file));
-        } else if (rlx_cli_is(arg, "-n", true) || rlx_cli_is(arg, "--n-predict", true)) {
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--n-predict", &v));
-            RLX_TRY(rlx_cli_parse_i64("--n-predict", v, 1, INT32_MAX, &n));
-            a->n_new = (int32_t)n;
-        } else if (!strcmp(arg, "--special")) {
-            a->special = true;
-        } else if (!strcmp(arg, "--no-bos")) {
-            a->no_bos = true;
-        } else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            a->help = true;
-        } else {
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
-        }
+enum { OPT_SPECIAL = RLX_OPT_COMMAND, OPT_NO_BOS };
+
+static const struct option options[] = {
+    RLX_CLI_GENERATION_OPTIONS,
+    {"prompt", required_argument, NULL, 'p'},
+    {"file", required_argument, NULL, 'f'},
+    {"n-predict", required_argument, NULL, 'n'},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"no-bos", no_argument, NULL, OPT_NO_BOS},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    run_args *a = args;
+    bool matched;
+    RLX_TRY(rlx_cli_generation_option(p, opt, &a->m, &a->sample, &matched));
+    a->seed_given |= opt == RLX_OPT_SEED;
+    if (matched) return NULL;
+    switch (opt) {
+    case 'p':
+        a->prompt = p->value;
+        return NULL;
+    case 'f':
+        a->prompt_file = p->value;
+        return NULL;
+    case 'n':
+        return rlx_cli_parse_i32(p->name, p->value, 1, INT32_MAX, &a->n_new);
+    case OPT_SPECIAL:
+        a->special = true;
+        return NULL;
+    case OPT_NO_BOS:
+        a->no_bos = true;
+        return NULL;
+    case 'h':
+        a->help = true;
+        return NULL;
     }
+    return rlx_cli_unknown(p); /* a positional argument */
+}
+
+static rlx_status parse(int argc, char **argv, run_args *a) {
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:f:n:h", .longs = options,
+                        .long_names = "tpfn"};
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->prompt && a->prompt_file) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give -p or -f, not both");
     if ((a->prompt || a->prompt_file) && a->m.ids)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give a text prompt or --tokens, not both");

@@ -64,48 +64,90 @@ typedef struct synth_args {
 
 /* ---- arguments ---- */
 
-typedef struct override {
-    const char *opt;
-    size_t offset; /* of the uint32_t field in rlx_synth_shape */
-} override;
-
-static const override overrides[] = {
-    {"--layers", offsetof(rlx_synth_shape, n_layer)},   {"--hidden", offsetof(rlx_synth_shape, n_embd)},
-    {"--ffn", offsetof(rlx_synth_shape, n_ff)},         {"--heads", offsetof(rlx_synth_shape, n_head)},
-    {"--kv-heads", offsetof(rlx_synth_shape, n_head_kv)}, {"--head-dim", offsetof(rlx_synth_shape, head_dim)},
-    {"--vocab-size", offsetof(rlx_synth_shape, n_vocab)}, {"--ctx", offsetof(rlx_synth_shape, n_ctx)},
+enum {
+    OPT_LIKE = RLX_OPT_COMMAND,
+    OPT_TYPE,
+    OPT_VOCAB,
+    OPT_CHAT_TEMPLATE,
+    OPT_SEED,
+    OPT_LAYERS, /* the config overrides, in the order of override_offsets */
+    OPT_HIDDEN,
+    OPT_FFN,
+    OPT_HEADS,
+    OPT_KV_HEADS,
+    OPT_HEAD_DIM,
+    OPT_VOCAB_SIZE,
+    OPT_CTX,
 };
-#define N_OVERRIDES (sizeof overrides / sizeof overrides[0])
 
-static rlx_status parse_option(int argc, char **argv, int *i, synth_args *a, uint64_t *values, bool *set) {
-    const char *arg = argv[*i], *v;
+static const struct option options[] = {
+    {"like", required_argument, NULL, OPT_LIKE},
+    {"type", required_argument, NULL, OPT_TYPE},
+    {"output", required_argument, NULL, 'o'},
+    {"vocab", required_argument, NULL, OPT_VOCAB},
+    {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"threads", required_argument, NULL, 't'},
+    {"layers", required_argument, NULL, OPT_LAYERS},
+    {"hidden", required_argument, NULL, OPT_HIDDEN},
+    {"ffn", required_argument, NULL, OPT_FFN},
+    {"heads", required_argument, NULL, OPT_HEADS},
+    {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
+    {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
+    {"vocab-size", required_argument, NULL, OPT_VOCAB_SIZE},
+    {"ctx", required_argument, NULL, OPT_CTX},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* Where each override (OPT_LAYERS ..) goes: a uint32_t field of rlx_synth_shape. */
+static const size_t override_offsets[] = {
+    offsetof(rlx_synth_shape, n_layer), offsetof(rlx_synth_shape, n_embd),    offsetof(rlx_synth_shape, n_ff),
+    offsetof(rlx_synth_shape, n_head),  offsetof(rlx_synth_shape, n_head_kv), offsetof(rlx_synth_shape, head_dim),
+    offsetof(rlx_synth_shape, n_vocab), offsetof(rlx_synth_shape, n_ctx),
+};
+#define N_OVERRIDES (sizeof override_offsets / sizeof override_offsets[0])
+
+/* The arguments and the overrides given, applied once --like is known. */
+typedef struct synth_parse {
+    synth_args *a;
+    uint64_t values[N_OVERRIDES];
+    bool set[N_OVERRIDES];
+} synth_parse;
+
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    synth_parse *sp = args;
+    synth_args *a = sp->a;
     int64_t n;
-    if (rlx_cli_is(arg, "--like", true)) return rlx_cli_take_value(argc, argv, i, "--like", &a->like);
-    if (rlx_cli_is(arg, "--type", true)) return rlx_cli_take_value(argc, argv, i, "--type", &a->type);
-    if (rlx_cli_is(arg, "-o", true) || rlx_cli_is(arg, "--output", true))
-        return rlx_cli_take_value(argc, argv, i, "--output", &a->output);
-    if (rlx_cli_is(arg, "--vocab", true)) return rlx_cli_take_value(argc, argv, i, "--vocab", &a->vocab);
-    if (rlx_cli_is(arg, "--chat-template", true))
-        return rlx_cli_take_value(argc, argv, i, "--chat-template", &a->chat_template);
-    if (rlx_cli_is(arg, "--seed", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--seed", &v));
-        return rlx_cli_parse_u64("--seed", v, &a->seed);
-    }
-    if (rlx_cli_is(arg, "-t", true) || rlx_cli_is(arg, "--threads", true)) {
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, "--threads", &v));
-        RLX_TRY(rlx_cli_parse_i64("--threads", v, 0, 1024, &n));
-        a->threads = (int)n;
+    switch (opt) {
+    case OPT_LIKE:
+        a->like = p->value;
+        return NULL;
+    case OPT_TYPE:
+        a->type = p->value;
+        return NULL;
+    case 'o':
+        a->output = p->value;
+        return NULL;
+    case OPT_VOCAB:
+        a->vocab = p->value;
+        return NULL;
+    case OPT_CHAT_TEMPLATE:
+        a->chat_template = p->value;
+        return NULL;
+    case OPT_SEED:
+        return rlx_cli_parse_u64(p->name, p->value, &a->seed);
+    case 't':
+        return rlx_cli_parse_threads(p->name, p->value, &a->threads);
+    case 'h':
+        a->help = true;
         return NULL;
     }
-    for (size_t k = 0; k < N_OVERRIDES; k++) {
-        if (!rlx_cli_is(arg, overrides[k].opt, true)) continue;
-        RLX_TRY(rlx_cli_take_value(argc, argv, i, overrides[k].opt, &v));
-        RLX_TRY(rlx_cli_parse_i64(overrides[k].opt, v, 1, INT32_MAX, &n));
-        values[k] = (uint64_t)n;
-        set[k] = true;
-        return NULL;
-    }
-    return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg);
+    if (opt < OPT_LAYERS || opt > OPT_CTX) return rlx_cli_unknown(p); /* a positional argument */
+    RLX_TRY(rlx_cli_parse_i64(p->name, p->value, 1, INT32_MAX, &n));
+    sp->values[opt - OPT_LAYERS] = (uint64_t)n;
+    sp->set[opt - OPT_LAYERS] = true;
+    return NULL;
 }
 
 static rlx_status check_shape(const rlx_synth_shape *s) {
@@ -118,13 +160,10 @@ static rlx_status check_shape(const rlx_synth_shape *s) {
 }
 
 static rlx_status parse(int argc, char **argv, synth_args *a) {
-    uint64_t values[N_OVERRIDES] = {0};
-    bool set[N_OVERRIDES] = {false};
+    synth_parse sp = {.a = a};
     a->type = "F16";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) a->help = true;
-        else RLX_TRY(parse_option(argc, argv, &i, a, values, set));
-    }
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "o:t:h", .longs = options, .long_names = "ot"};
+    RLX_TRY(rlx_cli_parse(&p, apply, &sp));
     if (a->help) return NULL;
     if (!a->like) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing --like NAME");
     const rlx_synth_shape *s = rlx_synth_shape_find(a->like);
@@ -141,8 +180,8 @@ static rlx_status parse(int argc, char **argv, synth_args *a) {
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown --type '%s' (see rlx quantize --help)", a->type);
     a->shape = *s;
     for (size_t k = 0; k < N_OVERRIDES; k++) {
-        if (!set[k]) continue;
-        memcpy((char *)&a->shape + overrides[k].offset, &(uint32_t){(uint32_t)values[k]}, sizeof(uint32_t));
+        if (!sp.set[k]) continue;
+        memcpy((char *)&a->shape + override_offsets[k], &(uint32_t){(uint32_t)sp.values[k]}, sizeof(uint32_t));
         a->overridden = true;
     }
     return check_shape(&a->shape);

@@ -55,25 +55,71 @@ static void detokenize_usage(FILE *f) {
 typedef struct {
     const char *model, *prompt, *file, *ids; /* borrowed from argv */
     bool no_bos, special, print_ids, help;
+    bool detok; /* rlx detokenize: one positional argument, IDS */
 } tok_args;
 
-static rlx_status parse(int argc, char **argv, bool detok, tok_args *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (rlx_cli_is(arg, "-m", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-m", &a->model));
-        else if (rlx_cli_is(arg, "--model", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--model", &a->model));
-        else if (!detok && rlx_cli_is(arg, "-p", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-p", &a->prompt));
-        else if (!detok && rlx_cli_is(arg, "--prompt", true))
-            RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--prompt", &a->prompt));
-        else if (!detok && rlx_cli_is(arg, "-f", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "-f", &a->file));
-        else if (!detok && rlx_cli_is(arg, "--file", true)) RLX_TRY(rlx_cli_take_value(argc, argv, &i, "--file", &a->file));
-        else if (!detok && !strcmp(arg, "--no-bos")) a->no_bos = true;
-        else if (!detok && !strcmp(arg, "--ids")) a->print_ids = true;
-        else if (!strcmp(arg, "--special")) a->special = true;
-        else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) a->help = true;
-        else if (detok && arg[0] != '-' && !a->ids) a->ids = arg;
-        else return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown option or extra argument '%s'", arg);
+enum { OPT_NO_BOS = RLX_OPT_COMMAND, OPT_SPECIAL, OPT_IDS };
+
+static const struct option tokenize_options[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"prompt", required_argument, NULL, 'p'},
+    {"file", required_argument, NULL, 'f'},
+    {"no-bos", no_argument, NULL, OPT_NO_BOS},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"ids", no_argument, NULL, OPT_IDS},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+static const struct option detokenize_options[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* Either command's options: each table holds only its own. */
+static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
+    tok_args *a = args;
+    switch (opt) {
+    case 'm':
+        a->model = p->value;
+        return NULL;
+    case 'p':
+        a->prompt = p->value;
+        return NULL;
+    case 'f':
+        a->file = p->value;
+        return NULL;
+    case OPT_NO_BOS:
+        a->no_bos = true;
+        return NULL;
+    case OPT_SPECIAL:
+        a->special = true;
+        return NULL;
+    case OPT_IDS:
+        a->print_ids = true;
+        return NULL;
+    case 'h':
+        a->help = true;
+        return NULL;
     }
+    /* a positional argument: detokenize's IDS, once; "-" is no IDS */
+    if (a->detok && p->value[0] != '-' && !a->ids) {
+        a->ids = p->value;
+        return NULL;
+    }
+    return rlx_cli_unknown(p);
+}
+
+static rlx_status parse(int argc, char **argv, bool detok, tok_args *a) {
+    rlx_cli_parser p = {.argc = argc,
+                        .argv = argv,
+                        .shorts = detok ? "m:h" : "m:p:f:h",
+                        .longs = detok ? detokenize_options : tokenize_options,
+                        .or_argument = true};
+    a->detok = detok;
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     if (!a->model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (the model or tokenizer)");
     if (detok && !a->ids) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing the token ids, e.g. 1,403,407");
