@@ -33,6 +33,7 @@ static void usage(FILE *f) {
             "  --chat-template FILE   use this Jinja template instead of the model's\n"
             "  -n, --n-predict N      tokens per answer at most (default %d)\n"
             "  --backend NAME         cpu (default when no GPU backend is available)\n"
+            "  --device NAME          the Vulkan device, by index or name substring (see `rlx devices`)\n"
             "  -t, --threads N        CPU threads (default: every online core)\n"
             "  --ctx N                context length (default: min(the model's, 4096))\n"
             "  --decode-ahead N       under greedy sampling (--temp 0), steps decoded on the device\n"

@@ -31,6 +31,7 @@ static void usage(FILE *f) {
             "  --special            parse control-token text in the prompt (e.g. <|im_start|>) as tokens\n"
             "  --no-bos             do not add the vocabulary's BOS token\n"
             "  --backend NAME       cpu (default when no GPU backend is available)\n"
+            "  --device NAME        the Vulkan device, by index or name substring (see `rlx devices`)\n"
             "  -t, --threads N      CPU threads (default: every online core)\n"
             "  --ctx N              context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
             "\n" RLX_CLI_SAMPLING_HELP
