@@ -41,3 +41,10 @@ rlx_add_script_test(NAME cli_quantize SCRIPT cli_quantize.sh LABELS e2e)
 rlx_add_script_test(NAME cli_tokenize SCRIPT cli_tokenize.sh LABELS e2e)
 rlx_add_script_test(NAME cli_stories SCRIPT cli_stories.sh LABELS e2e)
 rlx_add_script_test(NAME cli_errors SCRIPT cli_errors.sh LABELS e2e)
+
+# Option parsing (tools/cli_util.c: getopt_long, one table per command): every command's unknown
+# options, missing and bad values, --opt=value, refused abbreviations, against the messages and exit
+# codes of the parser before it; and commands called twice in one process (getopt's global state).
+rlx_add_script_test(NAME cli_options SCRIPT cli_options.sh LABELS e2e)
+rlx_add_test(NAME test_cli_reparse SOURCES test_cli_reparse.c LABELS unit e2e)
+target_link_libraries(test_cli_reparse PRIVATE rlx_cli_obj)
