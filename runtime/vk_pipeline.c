@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "loader/core/cache_dir.h"
 #include "runtime/vk_shader_stats.h"
 #include "runtime/vk_status.h"
 
@@ -173,30 +173,11 @@ static bool env_off(const char *name) {
     return v && strcmp(v, "0") == 0;
 }
 
-static void mkdir_parent(const char *dir) {
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(tmp, 0755);
-        *p = '/';
-    }
-    mkdir(tmp, 0755);
-}
-
 /* $XDG_CACHE_HOME/rlx/pipelines-<device uuid>-<driver version>-<build id>.bin, or under
- * $HOME/.cache when XDG_CACHE_HOME is unset; false when neither is set. */
+ * $HOME/.cache when XDG_CACHE_HOME is unset (loader/core/cache_dir.h); false when neither is set. */
 static bool cache_path(const rlx_vk_caps *c, char *path, size_t size) {
     char dir[400];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
-        snprintf(dir, sizeof dir, "%s/rlx", xdg);
-    else if (home && *home)
-        snprintf(dir, sizeof dir, "%s/.cache/rlx", home);
-    else
-        return false;
-    mkdir_parent(dir);
+    if (!rlx_cache_dir(dir, sizeof dir)) return false;
     char uuid[2 * VK_UUID_SIZE + 1];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", c->device_uuid[i]);
     snprintf(path, size, "%s/pipelines-%s-%08" PRIx32 "-%.16s.bin", dir, uuid, c->driver_version,

@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "loader/core/cache_dir.h"
 #ifdef RLX_HAVE_VULKAN
 #include "runtime/vk_bandwidth.h"
 #include "runtime/vk_device.h"
@@ -175,27 +175,10 @@ static rlx_status measure(const rlx_bench_device *dev, const char *device, rlx_b
 
 /* ---- the cache ---- */
 
-static void mkdir_parents(char *dir) {
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(dir, 0755);
-        *p = '/';
-    }
-    mkdir(dir, 0755);
-}
-
-/* $XDG_CACHE_HOME/rlx/bandwidth-<key>.json, or under $HOME/.cache; false when neither is set. */
+/* <cache dir>/bandwidth-<key>.json (loader/core/cache_dir.h); false when there is none. */
 static bool cache_path(const char *key, char *path, size_t size) {
     char dir[400];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
-        snprintf(dir, sizeof dir, "%s/rlx", xdg);
-    else if (home && *home)
-        snprintf(dir, sizeof dir, "%s/.cache/rlx", home);
-    else
-        return false;
-    mkdir_parents(dir);
+    if (!rlx_cache_dir(dir, sizeof dir)) return false;
     snprintf(path, size, "%s/bandwidth-%s.json", dir, key);
     return true;
 }
