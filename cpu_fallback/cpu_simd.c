@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
+#include "cpu_fallback/cpu_options.h"
 #include "loader/core/half.h"
 
 #if RLX_CPU_HAVE_AVX2
@@ -336,8 +337,8 @@ int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]) {
 const rlx_cpu_simd *rlx_cpu_simd_select(void) {
     const rlx_cpu_simd *all[RLX_CPU_SIMD_MAX];
     int n = rlx_cpu_simd_all(all);
-    const char *want = getenv("RLX_CPU_SIMD");
-    for (int i = 0; want && *want && i < n; i++)
+    const char *want = rlx_cpu_options_from_env().simd;
+    for (int i = 0; want && i < n; i++)
         if (strcmp(all[i]->name, want) == 0) return all[i];
     return all[n - 1];
 }
