@@ -76,7 +76,9 @@ rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out);
 
 /* The Vulkan backend (runtime/; present when built with RLX_VULKAN, which defines RLX_HAVE_VULKAN).
  * device: an index or a name substring; NULL or "" means $RLX_VK_DEVICE, else the first GPU (CPU
- * devices such as lavapipe only when named). No loader or no device: RLX_ERR_DEVICE. */
+ * devices such as lavapipe only when named). No loader or no device: RLX_ERR_DEVICE. Its other
+ * options come from the environment, read once here (runtime/vk_backend.h lists them); tools and
+ * tests pass their own with rlx_backend_vulkan_create_with (runtime/vk_backend.h). */
 rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out);
 
 static inline void rlx_backend_destroy(rlx_backend *b) {

@@ -10,7 +10,6 @@
 
 #include "runtime/vk_fault.h"
 #include "runtime/vk_internal.h"
-#include "runtime/vk_knobs.h"
 #include "runtime/vk_status.h"
 
 /* ---- session ---- */
@@ -209,22 +208,36 @@ static const rlx_backend_ops vk_ops = {
     .destroy = backend_destroy,
 };
 
+/* What a compile reads of the options: the switches and the tuning (o checked). */
+static void apply_options(rlx_vk_backend *b, const rlx_vk_options *o) {
+    b->debug = o->debug;
+    b->profile = o->profile > 0;
+    b->profile_each = o->profile == 2;
+    b->fusion = o->fusion;
+    b->tuning = rlx_vk_tuning_make(b->dev->caps, o);
+}
+
 rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
     if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: out is NULL");
+    rlx_vk_options o;
+    rlx_status s = rlx_vk_options_from_env(&o);
+    if (s) return rlx_status_annotate(s, "vulkan backend");
+    if (device && *device) {
+        o.device = device;
+        o.device_from_env = false;
+    }
+    return rlx_backend_vulkan_create_with(&o, out);
+}
+
+rlx_status rlx_backend_vulkan_create_with(const rlx_vk_options *o, rlx_backend **out) {
+    if (!o || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: options and out must not be NULL");
+    RLX_TRY(rlx_status_annotate(rlx_vk_options_check(o), "vulkan backend"));
     rlx_vk_backend *b = calloc(1, sizeof *b);
     if (!b) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "vulkan backend: cannot allocate");
     b->base.ops = &vk_ops;
     b->base.name = "vulkan";
-    const char *dbg = getenv("RLX_VK_DEBUG");
-    b->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
-    const char *prof = getenv("RLX_VK_PROFILE");
-    b->profile = prof && *prof && strcmp(prof, "0") != 0;
-    b->profile_each = b->profile && strcmp(prof, "2") == 0;
-    const char *fusion = getenv("RLX_VK_FUSION");
-    b->fusion = !(fusion && strcmp(fusion, "0") == 0);
-    rlx_status s = rlx_vk_fault_arm_from_env();
-    if (!s) s = rlx_vk_knobs_check();
-    if (!s) s = rlx_vk_device_open(device, &b->dev);
+    rlx_vk_fault_arm_first(o->fault, o->fault_at);
+    rlx_status s = rlx_vk_device_open_with(o, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");
     /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size) */
     if (!s && !b->dev->caps->subgroup_arithmetic)
@@ -241,9 +254,17 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
         backend_destroy(&b->base);
         return s;
     }
+    apply_options(b, o);
     b->wg = rlx_vk_caps_wg_pow2(b->dev->caps, 64);
     b->wg_row = rlx_vk_caps_wg_pow2(b->dev->caps, 256);
     *out = &b->base;
+    return NULL;
+}
+
+rlx_status rlx_vk_backend_set_options(rlx_backend *base, const rlx_vk_options *o) {
+    if (!base || !o) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: backend and options must not be NULL");
+    RLX_TRY(rlx_status_annotate(rlx_vk_options_check(o), "vulkan backend"));
+    apply_options((rlx_vk_backend *)base, o);
     return NULL;
 }
 

@@ -22,7 +22,6 @@
 #include <time.h>
 
 #include "runtime/vk_internal.h"
-#include "runtime/vk_knobs.h"
 #include "runtime/vk_status.h"
 
 #define SCALARS_BYTES 16
@@ -782,12 +781,11 @@ rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan compile: session, graph and out are required");
     rlx_status st = rlx_graph_verify(g);
     if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
-    RLX_TRY(rlx_vk_knobs_check());
     rlx_program *p = calloc(1, sizeof *p);
     if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
     p->s = s;
     p->b = s->b;
-    p->gpu_plans = !p->b->dev->caps->is_cpu || rlx_vk_knob_word("RLX_VK_PLANS") == 1;
+    p->gpu_plans = p->b->tuning.gpu_plans;
     st = build(p, g);
     if (st) {
         vk_program_destroy(p);

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "runtime/vk_fault.h"
-#include "runtime/vk_knobs.h"
+#include "runtime/vk_options.h"
 #include "runtime/vk_status.h"
 
 /* A hung or lost GPU must come back as an error, not block forever. */
@@ -84,11 +84,6 @@ static bool has_instance_extension(const char *name) {
     return found;
 }
 
-static bool env_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static const VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
     .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
     .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
@@ -97,10 +92,9 @@ static const VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
     .pfnUserCallback = on_message,
 };
 
-static rlx_status create_instance(void) {
+static rlx_status create_instance(bool want_validation) {
     const char *layers[1], *exts[2];
     uint32_t n_layers = 0, n_exts = 0;
-    bool want_validation = env_flag("RLX_VK_VALIDATION");
     reg.validation = false;
     if (want_validation && has_layer("VK_LAYER_KHRONOS_validation") &&
         has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
@@ -348,7 +342,8 @@ static void teardown(void) {
     reg.validation = false;
 }
 
-rlx_status rlx_vk_registry_acquire(void) {
+/* want_validation counts only where this makes the registry. */
+static rlx_status registry_acquire(bool want_validation) {
     pthread_mutex_lock(&reg.lock);
     rlx_status s = NULL;
     if (reg.refs == 0) {
@@ -357,7 +352,7 @@ rlx_status rlx_vk_registry_acquire(void) {
                                            "found; install libvulkan1 and a driver (mesa-vulkan-drivers for lavapipe)");
         else
             reg.volk_ready = true;
-        if (!s) s = create_instance();
+        if (!s) s = create_instance(want_validation);
         if (!s) s = enumerate();
         if (s) teardown();
     }
@@ -365,6 +360,8 @@ rlx_status rlx_vk_registry_acquire(void) {
     pthread_mutex_unlock(&reg.lock);
     return s;
 }
+
+rlx_status rlx_vk_registry_acquire(void) { return registry_acquire(rlx_vk_env_validation()); }
 
 void rlx_vk_registry_release(void) {
     pthread_mutex_lock(&reg.lock);
@@ -531,23 +528,20 @@ static rlx_status choose_list(const char *want, const char *source, uint32_t *in
 
 rlx_status rlx_vk_device_choose(const char *want, uint32_t *index) {
     if (want && *want) return choose_list(want, "the device argument", index);
-    const char *env = getenv("RLX_VK_DEVICE");
-    if (env && *env) return choose_list(env, "RLX_VK_DEVICE", index);
+    const char *env = rlx_vk_env_device();
+    if (env) return choose_list(env, "RLX_VK_DEVICE", index);
     return choose_gpu(index);
 }
 
 /* ---- logical device ---- */
 
-static uint64_t max_binding(const rlx_vk_caps *c) {
+/* forced: RLX_VK_MAX_BINDING_BYTES, 0 when unset */
+static uint64_t max_binding(const rlx_vk_caps *c, uint64_t forced) {
     uint64_t m = c->max_storage_range;
     if (c->max_alloc && c->max_alloc < m) m = c->max_alloc;
     if (m > RLX_VK_BINDING_CAP) m = RLX_VK_BINDING_CAP;
     /* A smaller limit can be forced to exercise the split paths on small models. */
-    const char *o = getenv("RLX_VK_MAX_BINDING_BYTES");
-    if (o && *o) {
-        unsigned long long v = strtoull(o, NULL, 10);
-        if (v >= 4096 && v < m) m = v;
-    }
+    if (forced >= 4096 && forced < m) m = forced;
     return m & ~(uint64_t)255;
 }
 
@@ -591,8 +585,8 @@ static void device_extras_chain(const rlx_vk_caps *c, bool stats, device_extras 
 }
 
 /* RLX_VK_SHADER_STATS on a device that has the extension; said once where it has not. */
-static bool shader_stats_on(const rlx_vk_caps *c) {
-    if (!rlx_vk_shader_stats_wanted()) return false;
+static bool shader_stats_on(const rlx_vk_caps *c, bool wanted) {
+    if (!wanted) return false;
     if (!c->executable_props)
         fprintf(stderr, "rlx vulkan shader stats: %s lacks VK_KHR_pipeline_executable_properties: none to print\n",
                 c->name);
@@ -602,14 +596,13 @@ static bool shader_stats_on(const rlx_vk_caps *c) {
 /* A decode step is often well under a millisecond of GPU time, and sleeping in the driver adds
  * wake-up latency of ~0.1 ms (more in virtual machines), so a GPU's fences are polled. Not a CPU
  * device's: there the polling thread would take a core from the device. RLX_VK_WAIT=poll|block
- * overrides that (runtime/vk_knobs.h checks the value), so that the polled path also runs on
+ * (rlx_vk_options wait) overrides that, so that the polled path also runs on
  * lavapipe in CI (tests/vulkan/tests.cmake). */
-static bool polls_fences(const rlx_vk_caps *c) {
-    int set = rlx_vk_knob_word("RLX_VK_WAIT"); /* 0: poll, 1: block */
-    return set >= 0 ? set == 0 : !c->is_cpu;
+static bool polls_fences(const rlx_vk_caps *c, int32_t wait) {
+    return wait >= 0 ? wait == 0 : !c->is_cpu; /* wait 0: poll, 1: block */
 }
 
-static rlx_status create_device(rlx_vk_device *d) {
+static rlx_status create_device(rlx_vk_device *d, const rlx_vk_options *o) {
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -623,8 +616,9 @@ static rlx_status create_device(rlx_vk_device *d) {
         .pQueueCreateInfos = &q,
     };
     device_extras extras;
-    d->shader_stats = shader_stats_on(d->caps);
-    d->polls = polls_fences(d->caps);
+    d->shader_stats = shader_stats_on(d->caps, o->shader_stats);
+    d->polls = polls_fences(d->caps, o->wait);
+    d->pipeline_cache = o->pipeline_cache;
     device_extras_chain(d->caps, d->shader_stats, &extras, &info);
     RLX_VK_TRY(vkCreateDevice(d->phys, &info, NULL, &d->dev), "creating the Vulkan device");
     volkLoadDeviceTable(&d->vk, d->dev);
@@ -636,14 +630,26 @@ static rlx_status create_device(rlx_vk_device *d) {
     };
     RLX_VK_TRY(d->vk.vkCreateCommandPool(d->dev, &pool, NULL, &d->pool), "creating the upload command pool");
     vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
-    d->max_binding = max_binding(d->caps);
+    d->max_binding = max_binding(d->caps, o->max_binding_bytes);
     return NULL;
 }
 
 rlx_status rlx_vk_device_open(const char *want, rlx_vk_device **out) {
-    RLX_TRY(rlx_vk_registry_acquire());
+    rlx_vk_options o;
+    RLX_TRY(rlx_vk_options_from_env(&o));
+    if (want && *want) {
+        o.device = want;
+        o.device_from_env = false;
+    }
+    return rlx_vk_device_open_with(&o, out);
+}
+
+rlx_status rlx_vk_device_open_with(const rlx_vk_options *o, rlx_vk_device **out) {
+    RLX_TRY(registry_acquire(o->validation));
     uint32_t index = 0;
-    rlx_status s = rlx_vk_device_choose(want, &index);
+    rlx_status s = o->device && *o->device
+                       ? choose_list(o->device, o->device_from_env ? "RLX_VK_DEVICE" : "the device argument", &index)
+                       : choose_gpu(&index);
     if (s) {
         rlx_vk_registry_release();
         return s;
@@ -656,7 +662,7 @@ rlx_status rlx_vk_device_open(const char *want, rlx_vk_device **out) {
     d->caps = &reg.caps[index];
     d->phys = reg.phys[index];
     pthread_mutex_init(&d->queue_lock, NULL);
-    s = create_device(d);
+    s = create_device(d, o);
     if (s) {
         rlx_vk_device_close(d);
         return rlx_status_annotate(s, "Vulkan device %u (%s)", index, reg.caps[index].name);

@@ -79,8 +79,9 @@ typedef struct rlx_vk_caps {
 } rlx_vk_caps;
 
 /* Takes a reference on the registry, making it on first use. Errors: no Vulkan loader, instance
- * creation failure (RLX_ERR_DEVICE). RLX_VK_VALIDATION=1 enables VK_LAYER_KHRONOS_validation when
- * it is installed, with a messenger that prints and counts every warning and error. */
+ * creation failure (RLX_ERR_DEVICE). RLX_VK_VALIDATION=1 (or rlx_vk_options validation, for a
+ * device opened with them) enables VK_LAYER_KHRONOS_validation when it is installed, with a
+ * messenger that prints and counts every warning and error. */
 rlx_status rlx_vk_registry_acquire(void);
 void rlx_vk_registry_release(void);
 
@@ -121,9 +122,16 @@ typedef struct rlx_vk_device {
     atomic_bool lost;               /* a submit reported VK_ERROR_DEVICE_LOST: every later one fails at once */
     bool shader_stats;              /* created for RLX_VK_SHADER_STATS: pipelines capture statistics */
     bool polls;                     /* a submit polls its fence (a GPU, or RLX_VK_WAIT=poll; see vk_device.c) */
+    bool pipeline_cache;            /* pipelines are cached on disk (RLX_VK_PIPELINE_CACHE, vk_pipeline.c) */
 } rlx_vk_device;
 
-/* Acquires the registry, chooses a device (see rlx_vk_device_choose) and creates it. */
+struct rlx_vk_options;
+/* Acquires the registry, chooses the device o names (see rlx_vk_device_choose; none: the first
+ * GPU) and creates it with o's validation, fence wait, binding limit, shader statistics and
+ * pipeline cache (vk_options.h). */
+rlx_status rlx_vk_device_open_with(const struct rlx_vk_options *o, rlx_vk_device **out);
+/* rlx_vk_device_open_with the options of the environment (rlx_vk_options_from_env, whose errors it
+ * returns), with `want`, where given, as the device. */
 rlx_status rlx_vk_device_open(const char *want, rlx_vk_device **out);
 void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the registry */
 

@@ -4,20 +4,15 @@
  * allocate at the same time. */
 #include "runtime/vk_fault.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 static atomic_int armed_kind;          /* rlx_vk_fault_kind */
 static atomic_uint_fast64_t armed_at;  /* 1-based event number; 0: disarmed */
 static atomic_bool fired;
 static atomic_uint_fast64_t memory_events, submit_events;
 
-/* RLX_VK_FAULT, parsed once: a malformed value is kept to name it in every error. */
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static char env_bad[128];
+/* Whether a backend has armed its options' fault (rlx_vk_fault_arm_first). */
+static atomic_bool first_armed;
 
 void rlx_vk_fault_arm(rlx_vk_fault_kind kind, uint64_t n) {
     atomic_store(&armed_at, 0);
@@ -28,41 +23,8 @@ void rlx_vk_fault_arm(rlx_vk_fault_kind kind, uint64_t n) {
     atomic_store(&armed_at, kind == RLX_VK_FAULT_NONE ? 0 : n);
 }
 
-static bool parse(const char *v, rlx_vk_fault_kind *kind, uint64_t *n) {
-    static const struct {
-        const char *prefix;
-        rlx_vk_fault_kind kind;
-    } kinds[] = {{"oom:", RLX_VK_FAULT_OOM}, {"lost:", RLX_VK_FAULT_LOST}, {"lost-wait:", RLX_VK_FAULT_LOST_WAIT}};
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
-        size_t len = strlen(kinds[i].prefix);
-        if (strncmp(v, kinds[i].prefix, len) != 0) continue;
-        const char *digits = v + len;
-        char *end;
-        if (*digits < '0' || *digits > '9') return false;
-        unsigned long long x = strtoull(digits, &end, 10);
-        if (*end || x == 0) return false;
-        *kind = kinds[i].kind;
-        *n = x;
-        return true;
-    }
-    return false;
-}
-
-static void read_env(void) {
-    const char *v = getenv("RLX_VK_FAULT");
-    if (!v || !*v) return;
-    rlx_vk_fault_kind kind;
-    uint64_t n;
-    if (parse(v, &kind, &n)) rlx_vk_fault_arm(kind, n);
-    else snprintf(env_bad, sizeof env_bad, "%s", v);
-}
-
-rlx_status rlx_vk_fault_arm_from_env(void) {
-    pthread_once(&env_once, read_env);
-    if (env_bad[0])
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                          "RLX_VK_FAULT='%s': expected oom:N, lost:N or lost-wait:N with N >= 1", env_bad);
-    return NULL;
+void rlx_vk_fault_arm_first(rlx_vk_fault_kind kind, uint64_t n) {
+    if (kind != RLX_VK_FAULT_NONE && !atomic_exchange(&first_armed, true)) rlx_vk_fault_arm(kind, n);
 }
 
 uint64_t rlx_vk_fault_memory_events(void) { return atomic_load(&memory_events); }

@@ -15,9 +15,10 @@
  * Either loss marks the device lost, so every later submit on it fails too, as after a real loss;
  * a device opened afterwards is fresh.
  *
- * Environment: RLX_VK_FAULT=oom:N | lost:N | lost-wait:N arms a fault when the process creates its
- * first Vulkan backend (`rlx generate` under RLX_VK_FAULT=oom:3 fails at the third allocation); a
- * malformed value makes every backend creation fail, naming it. rlx_vk_fault_arm overrides it. */
+ * Environment: RLX_VK_FAULT=oom:N | lost:N | lost-wait:N (parsed into rlx_vk_options, vk_options.h)
+ * arms a fault when the process creates its first Vulkan backend that has one (`rlx generate` under
+ * RLX_VK_FAULT=oom:3 fails at the third allocation); a malformed value makes every backend creation
+ * from the environment fail, naming it. rlx_vk_fault_arm overrides it. */
 #ifndef RLX_RUNTIME_VK_FAULT_H
 #define RLX_RUNTIME_VK_FAULT_H
 
@@ -37,9 +38,10 @@ typedef enum {
 /* Arms `kind` at the nth event of its kind (n 0 or RLX_VK_FAULT_NONE: disarmed) and restarts both
  * counters at 0. Call while no other thread uses the Vulkan runtime. */
 void rlx_vk_fault_arm(rlx_vk_fault_kind kind, uint64_t n);
-/* Parses RLX_VK_FAULT once per process and arms what it names; called at backend creation.
- * Errors (RLX_ERR_INVALID_ARGUMENT) for a malformed value, every time. */
-rlx_status rlx_vk_fault_arm_from_env(void);
+/* Arms kind at the nth event the first time it is called with a fault in the process, and does
+ * nothing after: a backend's options (RLX_VK_FAULT) arm once, so that later backends and
+ * rlx_vk_fault_arm do not restart the count. */
+void rlx_vk_fault_arm_first(rlx_vk_fault_kind kind, uint64_t n);
 
 /* Events counted since the last arm, and whether the armed fault has fired. */
 uint64_t rlx_vk_fault_memory_events(void);

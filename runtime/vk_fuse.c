@@ -4,7 +4,6 @@
  * dispatch per node that was not absorbed. */
 #include "runtime/vk_lower.h"
 
-#include "runtime/vk_knobs.h"
 
 /* Node j can be folded into its single consumer: computed, read once, not an output. */
 static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
@@ -167,10 +166,10 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
  * V matvec is Q4_K or Q6_K; why it lost was not measured). */
 #define WARM_MIN_K 4096
 
-/* RLX_VK_WARM=0|1 (read at each compile; other values are refused, runtime/vk_knobs.h): never
+/* RLX_VK_WARM=0|1 (the backend's tuning, runtime/vk_options.h): never
  * warm, or wherever mark_warm can; unset or empty: the default above. */
 static bool warm_wanted(const rlx_program *p, rlx_node mm) {
-    int set = rlx_vk_knob_word("RLX_VK_WARM");
+    int set = p->b->tuning.warm;
     if (set >= 0) return set == 1;
     return p->gpu_plans && vk_plain_type(matrix_of(p, in1(p, mm)).type) &&
            last_dim(in(p, mm, 0)) >= WARM_MIN_K;

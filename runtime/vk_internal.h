@@ -10,6 +10,7 @@
 #include "ir/backend.h"
 #include "runtime/vk_device.h"
 #include "runtime/vk_memory.h"
+#include "runtime/vk_options.h"
 #include "runtime/vk_pipeline.h"
 
 /* One bound range of a buffer. */
@@ -48,6 +49,7 @@ typedef struct rlx_vk_backend {
     bool fusion;                  /* RLX_VK_FUSION=0 turns fusion off (to compare against) */
     bool profile;                 /* RLX_VK_PROFILE: time every dispatch, print per kernel after runs */
     bool profile_each;            /* RLX_VK_PROFILE=2: also print every dispatch */
+    rlx_vk_tuning tuning;         /* what the planners read, from the options and the device */
 } rlx_vk_backend;
 
 struct rlx_session {

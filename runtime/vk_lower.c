@@ -267,7 +267,7 @@ static uint32_t rows_per_group(const rlx_program *p) {
     return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
 }
 
-/* RLX_VK_COOPMAT (read when a program is compiled) picks how prefill matmuls use the
+/* RLX_VK_COOPMAT (the backend's tuning, runtime/vk_options.h) picks how prefill matmuls use the
  * cooperative-matrix kernel on devices that have it:
  *   unset or mixed: f16 operands, f32 accumulation (as GPU runtimes do; F16 weights are exact in
  *     f16, decoded quantized weights round by 2^-12 relative, far below their quantization step;
@@ -278,22 +278,16 @@ static uint32_t rows_per_group(const rlx_program *p) {
  *     (shaders/matmul_coop_emu.comp) on any device: slow, for testing where there are none.
  * RLX_VK_COOPMAT_TM=64|128 and RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth
  * coop_plan_make picks. */
-typedef enum { COOP_OFF, COOP_MIXED, COOP_EXACT, COOP_EMULATE, COOP_EMULATE_MIXED } coop_mode;
+typedef enum {
+    COOP_OFF = RLX_VK_COOPMAT_OFF,
+    COOP_MIXED = RLX_VK_COOPMAT_MIXED,
+    COOP_EXACT = RLX_VK_COOPMAT_EXACT,
+    COOP_EMULATE = RLX_VK_COOPMAT_EMULATE,
+    COOP_EMULATE_MIXED = RLX_VK_COOPMAT_EMULATE_MIXED
+} coop_mode;
 
 static rlx_status coopmat_mode(const rlx_program *p, coop_mode *out) {
-    static const struct {
-        const char *name;
-        coop_mode mode;
-    } modes[] = {{"mixed", COOP_MIXED}, {"exact", COOP_EXACT}, {"0", COOP_OFF}, {"emulate", COOP_EMULATE},
-                 {"emulate-mixed", COOP_EMULATE_MIXED}};
-    const char *v = getenv("RLX_VK_COOPMAT");
-    size_t i = 0;
-    while (v && *v && i < sizeof modes / sizeof modes[0] && strcmp(v, modes[i].name) != 0) i++;
-    if (v && *v && i == sizeof modes / sizeof modes[0])
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                          "compile: RLX_VK_COOPMAT='%s': expected mixed, exact, 0, emulate or emulate-mixed", v);
-    *out = v && *v ? modes[i].mode : COOP_MIXED;
-    if (*out < COOP_EMULATE && !p->b->dev->caps->coopmat_f16) *out = COOP_OFF;
+    *out = (coop_mode)p->b->tuning.coopmat; /* unset and "no kernel on the device" resolved there */
     return NULL;
 }
 
@@ -319,13 +313,6 @@ static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
-/* A tuning override from the environment (read when a program is compiled): a power of two in
- * [lo, hi], else fallback. */
-static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t fallback) {
-    const char *v = getenv(name);
-    uint32_t x = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
-    return x >= lo && x <= hi && (x & (x - 1)) == 0 ? x : fallback;
-}
 
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
  * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
@@ -335,9 +322,9 @@ static coop_plan coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64
     const rlx_vk_caps *c = p->b->dev->caps;
     uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
     coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
-    plan.tm = env_pow2("RLX_VK_COOPMAT_TM", 64, 128, plan.tm);
+    plan.tm = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tm, 64, 128, plan.tm);
     if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
-    plan.depth = env_pow2("RLX_VK_COOPMAT_DEPTH", 1, 2, 1);
+    plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
     if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
     return plan;
 }
@@ -537,20 +524,21 @@ static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
 bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
                          uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
     const rlx_vk_caps *c = p->b->dev->caps;
+    const rlx_vk_tuning *tu = &p->b->tuning;
     uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
     if (!matvec_fits(p, type, k)) return false;
     uint64_t units = matvec_units(type, k, &unroll);
     if (vk_plain_type(type)) {
         bool one = p->gpu_plans && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
-        unroll = env_pow2("RLX_VK_MATVEC_UNR", 1, 8, one ? 1 : unroll);
+        unroll = rlx_vk_tuned_pow2(tu->matvec_unr, 1, 8, one ? 1 : unroll);
     }
     bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
-    uint64_t trips = env_pow2("RLX_VK_MATVEC_TRIPS", 1, 64, kquant && p->gpu_plans ? MATVEC_GPU_KQUANT_TRIPS : 1);
+    uint64_t trips = rlx_vk_tuned_pow2(tu->matvec_trips, 1, 64, kquant && p->gpu_plans ? MATVEC_GPU_KQUANT_TRIPS : 1);
     uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
     if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
         t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
     t = ceil_div(t < 8 ? 8 : t, sg) * sg;
-    uint32_t wg_want = !p->gpu_plans ? p->b->wg : env_pow2("RLX_VK_MATVEC_WG", 32, wg_max, matvec_wg(type, t));
+    uint32_t wg_want = !p->gpu_plans ? p->b->wg : rlx_vk_tuned_pow2(tu->matvec_wg, 32, wg_max, matvec_wg(type, t));
     /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
      * r (8B Q4_K_M tg128 218 -> 223 t/s against halving r), else taking the registers of a row */
     uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
@@ -559,10 +547,10 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
         r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
         if (vk_plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
     }
-    if (p->gpu_plans) r = env_pow2("RLX_VK_MATVEC_R", 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    if (p->gpu_plans) r = rlx_vk_tuned_pow2(tu->matvec_r, 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
     if (gate && r > 1 && (!p->gpu_plans || nx > 1)) r /= 2;
     uint64_t min_groups =
-        !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : env_pow2("RLX_VK_MATVEC_MIN_GROUPS", 1, 65536, MATVEC_MIN_GROUPS);
+        !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : rlx_vk_tuned_pow2(tu->matvec_min_groups, 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
     *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
@@ -630,7 +618,7 @@ static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
 /* x rows per matvec.comp workgroup for rows of x, of which matmul.comp takes nx (see MATVEC_GPU_NX). */
 static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
     if (p->gpu_plans && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
-    uint32_t cap = env_pow2("RLX_VK_MATVEC_NX", 1, 8, 0);
+    uint32_t cap = rlx_vk_tuned_pow2(p->b->tuning.matvec_nx, 1, 8, 0);
     return cap && cap < nx ? cap : nx;
 }
 
@@ -861,9 +849,10 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
  * the keys are not split, decode attention is latency and one head per workgroup halves each
  * workgroup's walk (H100 tg128: 8B F16 154.9 -> 156.6 t/s, 8B Q4_K_M 239.2 -> 242.7, 0.6B F16
  * 793 -> 830, against 2); split key ranges keep ATTN_DEFAULT_GW (not measured at long contexts). */
-static uint32_t attention_gw(int64_t heads, int64_t kv_heads, uint32_t splits) {
+static uint32_t attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits) {
     int64_t g = heads / kv_heads;
-    for (int64_t gw = env_pow2("RLX_VK_ATTN_GW", 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1); gw > 1; gw--)
+    int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1);
+    for (; gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;
     return 1;
 }
@@ -980,7 +969,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t gw = attention_gw((int64_t)heads, k->info.shape.dim[1], splits), sg_min = c->subgroup_min ? c->subgroup_min : 1;
+    uint32_t gw = attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits), sg_min = c->subgroup_min ? c->subgroup_min : 1;
     uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);

@@ -168,10 +168,6 @@ static rlx_status spv_check(const rlx_vk_kernel_info *k, const uint32_t *w, size
 
 /* ---- disk cache ---- */
 
-static bool env_off(const char *name) {
-    const char *v = getenv(name);
-    return v && strcmp(v, "0") == 0;
-}
 
 /* $XDG_CACHE_HOME/rlx/pipelines-<device uuid>-<driver version>-<build id>.bin, or under
  * $HOME/.cache when XDG_CACHE_HOME is unset (loader/core/cache_dir.h); false when neither is set. */
@@ -215,7 +211,7 @@ static rlx_status create_cache(rlx_vk_pipelines *p) {
     rlx_vk_device *d = p->dev;
     size_t n = 0;
     uint8_t *data = NULL;
-    p->stats.disk_cache = !env_off("RLX_VK_PIPELINE_CACHE") && cache_path(d->caps, p->stats.path,
+    p->stats.disk_cache = d->pipeline_cache && cache_path(d->caps, p->stats.path,
                                                                             sizeof p->stats.path);
     if (p->stats.disk_cache) data = read_file(p->stats.path, &n);
     if (data && !cache_header_ok(d->caps, data, n)) {

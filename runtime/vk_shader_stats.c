@@ -9,11 +9,6 @@
 #define MAX_EXECUTABLES 4
 #define MAX_STATS 32
 
-bool rlx_vk_shader_stats_wanted(void) {
-    const char *v = getenv("RLX_VK_SHADER_STATS");
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static void print_value(const VkPipelineExecutableStatisticKHR *s) {
     switch (s->format) {
     case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: fprintf(stderr, "%s", s->value.b32 ? "yes" : "no"); break;

@@ -12,9 +12,6 @@
 
 #include "runtime/vk_device.h"
 
-/* Whether RLX_VK_SHADER_STATS asks for them (set and not "0"). */
-bool rlx_vk_shader_stats_wanted(void);
-
 /* Prints the statistics of each executable of pipeline pl (kernel name, its n_spec specialization
  * constants) on one line each; d must have been created with the extension (d->shader_stats). */
 void rlx_vk_shader_stats_print(const rlx_vk_device *d, VkPipeline pl, const char *name, const uint32_t *spec,

@@ -21,14 +21,13 @@
 #define WARM_NEXT_WG 256
 #define WARM_NEXT_PER 8 /* 16-byte loads in flight per invocation */
 
-/* RLX_VK_WARM_NEXT=<KiB> (checked by runtime/vk_knobs.c): 0 never; otherwise that many KiB
+/* RLX_VK_WARM_NEXT=<KiB> (the backend's tuning, runtime/vk_options.h): 0 never; otherwise that many KiB
  * wherever a next stage's weights can be found, on any device and weight. Unset or empty: the
  * default above, with a GPU's plans (runtime/vk_internal.h gpu_plans) for plain-type rows of
  * WARM_NEXT_MIN_K or more. */
-static bool warm_next_forced(uint64_t *bytes) {
-    const char *v = getenv("RLX_VK_WARM_NEXT");
-    if (!v || !*v) return false;
-    *bytes = strtoull(v, NULL, 10) * 1024;
+static bool warm_next_forced(const rlx_program *p, uint64_t *bytes) {
+    if (p->b->tuning.warm_next_kib < 0) return false;
+    *bytes = (uint64_t)p->b->tuning.warm_next_kib * 1024;
     return true;
 }
 
@@ -82,7 +81,7 @@ static rlx_status emit_warm(rlx_program *p, rlx_node at, rlx_node mm, uint64_t b
 
 rlx_status vk_emit_warm_next(rlx_program *p, rlx_node out_node, rlx_node mm) {
     uint64_t bytes = (uint64_t)WARM_NEXT_DEFAULT_KIB * 1024;
-    bool forced = warm_next_forced(&bytes);
+    bool forced = warm_next_forced(p, &bytes);
     const vk_node *x = in(p, mm, 0);
     if (bytes == 0 || x->numel != last_dim(x)) return NULL; /* decode: one x row */
     rlx_node j = next_matmul_dispatch(p, out_node);

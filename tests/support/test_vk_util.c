@@ -10,14 +10,27 @@
 #include "runtime/vk_backend.h"
 #include "test_util.h"
 
-rlx_backend *vkt_backend(void) {
+rlx_vk_options vkt_options(void) {
+    rlx_vk_options o;
+    rlx_status s = rlx_vk_options_from_env(&o);
+    if (s) {
+        fprintf(stderr, "FAIL: the test's environment: %s\n", rlx_status_message(s));
+        rlx_status_free(s);
+        exit(1);
+    }
+    return o;
+}
+
+rlx_backend *vkt_backend_with(const rlx_vk_options *o) {
     rlx_backend *b = NULL;
-    rlx_status s = rlx_backend_vulkan_create(NULL, &b);
-    const char *env = getenv("RLX_VK_DEVICE");
-    if (s && rlx_status_code(s) == RLX_ERR_DEVICE && !(env && *env)) {
+    rlx_status s = rlx_backend_vulkan_create_with(o, &b);
+    if (s && rlx_status_code(s) == RLX_ERR_DEVICE && !(o->device && *o->device)) {
         fprintf(stderr, "no GPU (%s); asking for lavapipe\n", rlx_status_message(s));
         rlx_status_free(s);
-        s = rlx_backend_vulkan_create("llvmpipe", &b);
+        rlx_vk_options named = *o;
+        named.device = "llvmpipe";
+        named.device_from_env = false;
+        s = rlx_backend_vulkan_create_with(&named, &b);
     }
     if (s) {
         const char *ci = getenv("CI");
@@ -30,6 +43,15 @@ rlx_backend *vkt_backend(void) {
     printf("vulkan device %u: %s (%s), subgroup %u, validation %s\n", c->index, c->name, c->driver_info,
            c->subgroup_size, rlx_vk_validation_enabled() ? "on" : "off");
     return b;
+}
+
+rlx_backend *vkt_backend(void) {
+    rlx_vk_options o = vkt_options();
+    return vkt_backend_with(&o);
+}
+
+void vkt_set_options(rlx_backend *b, const rlx_vk_options *o) {
+    if (!T_OK(rlx_vk_backend_set_options(b, o))) exit(1);
 }
 
 void vkt_check_validation(void) {

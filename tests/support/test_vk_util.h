@@ -7,11 +7,20 @@
 
 #include "ir/backend.h"
 #include "loader/core/weight.h"
+#include "runtime/vk_options.h"
 
-/* The Vulkan backend for a test. With RLX_VK_DEVICE unset and no GPU present, lavapipe is asked
- * for by name ("llvmpipe"). No usable device at all: exits 77 (SKIPPED), or fails under CI=true
- * (CI installs lavapipe, so there it must work). Prints the device chosen. */
+/* The options of the test's environment (tests/vulkan/tests.cmake sets RLX_VK_DEVICE,
+ * RLX_VK_VALIDATION, RLX_VK_PLANS=gpu for the _gpu_plans runs, ...), which a case then overrides
+ * field by field. Exits 1 when the environment holds a malformed value. */
+rlx_vk_options vkt_options(void);
+/* The Vulkan backend for a test, with options o. With no device named and no GPU present, lavapipe
+ * is asked for by name ("llvmpipe"). No usable device at all: exits 77 (SKIPPED), or fails under
+ * CI=true (CI installs lavapipe, so there it must work). Prints the device chosen. */
+rlx_backend *vkt_backend_with(const rlx_vk_options *o);
+/* vkt_backend_with(vkt_options()). */
 rlx_backend *vkt_backend(void);
+/* rlx_vk_backend_set_options(b, o) for the next compiles on b; exits 1 when o is refused. */
+void vkt_set_options(rlx_backend *b, const rlx_vk_options *o);
 
 /* Fails the test when the validation layer reported anything (the messages were printed as they
  * arrived); prints whether validation was active. Call after destroying every Vulkan object. */

@@ -25,8 +25,8 @@ typedef struct result {
 } result;
 
 /* embed -> rms_norm -> matmul -> rope -> kv_write/attention -> matmul -> softmax, run twice. */
-static void run_graph(const rlx_weight *w, size_t nw, result *out) {
-    rlx_backend *b = vkt_backend();
+static void run_graph(const rlx_weight *w, size_t nw, const rlx_vk_options *o, result *out) {
+    rlx_backend *b = vkt_backend_with(o);
     rlx_graph *g = NULL;
     rlx_session *s = NULL;
     rlx_program *p = NULL;
@@ -87,7 +87,8 @@ static void test_backend_level(void) {
     rlx_weight w[3] = {vkt_weight(&r, "emb", RLX_DTYPE_Q8_0, 2, D, VOCAB, 1), vkt_weight(&r, "norm", RLX_DTYPE_F32, 1, D, 1, 1),
                        vkt_weight(&r, "wq", RLX_DTYPE_F16, 2, D, D, 1)};
     static result cold, warm, corrupt, off;
-    run_graph(w, 3, &cold);
+    rlx_vk_options env = vkt_options();
+    run_graph(w, 3, &env, &cold);
     printf("cold: %u pipelines, %llu cache bytes loaded, file %s (%ld bytes)\n", cold.stats.pipelines,
            (unsigned long long)cold.stats.disk_bytes_loaded, cold.stats.path, file_size(cold.stats.path));
     T_CHECK(cold.stats.disk_cache && cold.stats.disk_bytes_loaded == 0, "cold start loaded %llu bytes",
@@ -97,7 +98,7 @@ static void test_backend_level(void) {
     long size = file_size(cold.stats.path);
     T_CHECK(size >= 32, "no cache file written at %s (size %ld)", cold.stats.path, size);
 
-    run_graph(w, 3, &warm);
+    run_graph(w, 3, &env, &warm);
     printf("warm: %u pipelines, %llu cache bytes loaded\n", warm.stats.pipelines,
            (unsigned long long)warm.stats.disk_bytes_loaded);
     T_CHECK((long)warm.stats.disk_bytes_loaded == size, "warm start loaded %llu bytes of a %ld-byte file",
@@ -109,14 +110,14 @@ static void test_backend_level(void) {
         fputs("definitely not a pipeline cache, but at least thirty-two bytes long", f);
         fclose(f);
     }
-    run_graph(w, 3, &corrupt);
+    run_graph(w, 3, &env, &corrupt);
     T_CHECK(corrupt.stats.disk_bytes_loaded == 0, "a corrupt cache file was accepted (%llu bytes)",
             (unsigned long long)corrupt.stats.disk_bytes_loaded);
     T_CHECK(memcmp(cold.y, corrupt.y, sizeof cold.y) == 0, "outputs after a corrupt cache differ");
 
-    setenv("RLX_VK_PIPELINE_CACHE", "0", 1);
-    run_graph(w, 3, &off);
-    unsetenv("RLX_VK_PIPELINE_CACHE");
+    rlx_vk_options no_cache = env;
+    no_cache.pipeline_cache = false;
+    run_graph(w, 3, &no_cache, &off);
     T_CHECK(!off.stats.disk_cache && off.stats.disk_bytes_loaded == 0, "RLX_VK_PIPELINE_CACHE=0 still used %s",
             off.stats.path);
     T_CHECK(memcmp(cold.y, off.y, sizeof cold.y) == 0, "outputs without a disk cache differ");

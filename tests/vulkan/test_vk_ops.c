@@ -33,6 +33,7 @@ static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYP
 #define N_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 static rlx_backend *g_cpu, *g_vk;
+static rlx_vk_options g_opts; /* g_vk's: the environment's (vkt_options), f32-accurate prefill */
 static vkt_rng g_rng = {0x243F6A8885A308D3ull};
 static double g_worst[RLX_OP_COUNT];
 static int g_cases[RLX_OP_COUNT];
@@ -322,17 +323,20 @@ static void test_MATMUL(void) {
     }
     /* a GPU's plan for 5+ rows: 2 x rows per workgroup (vk_lower.c MATVEC_GPU_NX), so 7 and 12 rows
      * take 4 and 6 groups of x rows */
-    setenv("RLX_VK_MATVEC_NX", "2", 1);
+    rlx_vk_options o = g_opts;
+    o.matvec_nx = 2;
+    vkt_set_options(g_vk, &o);
     matvec_case(RLX_DTYPE_F16, 1200, 37, 7, 7);
     matvec_case(RLX_DTYPE_Q4_K, 768, 19, 12, 11);
-    unsetenv("RLX_VK_MATVEC_NX");
     /* a GPU's plan for long plain-type decode rows: one unit per thread and trip (vk_lower.c
      * MATVEC_GPU_ONE_UNIT_K), here forced on every device */
-    setenv("RLX_VK_MATVEC_UNR", "1", 1);
+    o = g_opts;
+    o.matvec_unr = 1;
+    vkt_set_options(g_vk, &o);
     matvec_case(RLX_DTYPE_F16, 1200, 37, 1, 1);
     matvec_case(RLX_DTYPE_BF16, 296, 130, 2, 2);
     matvec_case(RLX_DTYPE_F32, 600, 19, 1, 1);
-    unsetenv("RLX_VK_MATVEC_UNR");
+    vkt_set_options(g_vk, &g_opts);
     /* w an F32 activation: x [5, 40] @ y[9, 40]^T */
     vkt_graph t;
     vkt_graph_init(&t);
@@ -983,22 +987,25 @@ static void test_kv_fusions(void) {
         {true, false, 1, 8, 2, 32, 32, 40, 16, 0, RLX_ROPE_LAYOUT_NORMAL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) kv_fusion_case(&cases[i], false);
-    setenv("RLX_VK_WARM", "1", 1);
+    rlx_vk_options o = g_opts;
+    o.warm = 1;
+    vkt_set_options(g_vk, &o);
     printf("  RLX_VK_WARM=1:\n");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (cases[i].rows == 1) kv_fusion_case(&cases[i], true);
-    unsetenv("RLX_VK_WARM");
     /* Unsplit decode takes one query head per workgroup; the knob RLX_VK_ATTN_GW gives it more
      * (heads sharing one kv head), on the plain and the fused kernel. */
-    static const char *const gw[] = {"2", "4"};
+    static const uint32_t gw[] = {2, 4};
     static const kv_case gqa4 = {true, false, 1, 8, 2, 64, 64, 40, 64, 0, RLX_ROPE_LAYOUT_NEOX};
     for (size_t i = 0; i < 2; i++) {
-        setenv("RLX_VK_ATTN_GW", gw[i], 1);
-        printf("  RLX_VK_ATTN_GW=%s:\n", gw[i]);
+        o = g_opts;
+        o.attn_gw = gw[i];
+        vkt_set_options(g_vk, &o);
+        printf("  RLX_VK_ATTN_GW=%u:\n", gw[i]);
         kv_fusion_case(&gqa4, false);
         attention_cached(8, 2, 64, 0, 1, 96);
     }
-    unsetenv("RLX_VK_ATTN_GW");
+    vkt_set_options(g_vk, &g_opts);
 }
 
 /* ---- the next stage's weights warmed into L2 (runtime/vk_warm_next.c) ---- */
@@ -1047,13 +1054,15 @@ static void warm_next_case(rlx_backend *b, vkt_graph *t, const char *what, const
                            const warm_want *want, size_t n_want) {
     char label[80];
     snprintf(label, sizeof label, "%s, RLX_VK_WARM_NEXT=%s", what, knob ? knob : "(unset)");
-    if (knob) setenv("RLX_VK_WARM_NEXT", knob, 1);
+    rlx_vk_options o = g_opts;
+    if (knob) o.warm_next_kib = atoi(knob);
+    vkt_set_options(b, &o);
     rlx_backend *saved = g_vk;
     g_vk = b;
     compare1(RLX_OP_MATMUL, label, t, rows);
     g_vk = saved;
     check_warm_next(b, t, label, want, n_want);
-    unsetenv("RLX_VK_WARM_NEXT");
+    vkt_set_options(b, &g_opts);
 }
 
 /* Two matvecs of one x (one stage), a third over the first's result, a gated FFN over that and its
@@ -1125,9 +1134,9 @@ static void warm_next_moe(void) {
 /* Weights split in parts (bindings of 4 KiB): the warm follows the last part of W1's matvec and
  * reads the first part of W2's rows. */
 static void warm_next_split(void) {
-    setenv("RLX_VK_MAX_BINDING_BYTES", "4096", 1);
-    rlx_backend *small = vkt_backend();
-    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_vk_options o = g_opts;
+    o.max_binding_bytes = 4096;
+    rlx_backend *small = vkt_backend_with(&o);
     vkt_graph t;
     vkt_graph_init(&t);
     rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 1, 64, 0), 1.0f);
@@ -1146,8 +1155,7 @@ static void warm_next_split(void) {
  * the add. */
 static void warm_next_default(void) {
     static const uint32_t types[2] = {RLX_DTYPE_F16, RLX_DTYPE_Q4_K};
-    const char *plans = getenv("RLX_VK_PLANS");
-    bool gpu = !rlx_vk_backend_caps(g_vk)->is_cpu || (plans && strcmp(plans, "gpu") == 0);
+    bool gpu = !rlx_vk_backend_caps(g_vk)->is_cpu || g_opts.gpu_plans;
     for (int i = 0; i < 2; i++) {
         vkt_graph t;
         vkt_graph_init(&t);
@@ -1192,9 +1200,9 @@ static void test_unsupported_type(void) {
 
 /* Weights larger than one binding are split into row parts (forced here with a small limit). */
 static void test_split_weights(void) {
-    setenv("RLX_VK_MAX_BINDING_BYTES", "8192", 1);
-    rlx_backend *small = vkt_backend();
-    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_vk_options o = g_opts;
+    o.max_binding_bytes = 8192;
+    rlx_backend *small = vkt_backend_with(&o);
     rlx_backend *saved = g_vk;
     g_vk = small;
     vkt_graph t;
@@ -1213,8 +1221,9 @@ static void test_split_weights(void) {
 int main(void) {
     /* f32 everywhere (the header): prefill matmuls on cooperative matrices in their f32-accurate
      * mode, unless the caller chose one */
-    setenv("RLX_VK_COOPMAT", "exact", 0);
-    g_vk = vkt_backend();
+    g_opts = vkt_options();
+    if (g_opts.coopmat == RLX_VK_COOPMAT_DEFAULT) g_opts.coopmat = RLX_VK_COOPMAT_EXACT;
+    g_vk = vkt_backend_with(&g_opts);
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
     for (int op = 0; op < RLX_OP_COUNT; op++) {
         printf("%s\n", rlx_op_name((rlx_op)op));

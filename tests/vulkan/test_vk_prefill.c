@@ -45,6 +45,7 @@
 #define TOL_FAST 1e-6
 
 static rlx_backend *g_cpu, *g_vk;
+static rlx_vk_options g_opts; /* g_vk's: the environment's (vkt_options) */
 static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
 static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
 static int g_coop_cases;  /* cases the cooperative kernel ran */
@@ -175,13 +176,14 @@ typedef void (*build_fn)(vkt_graph *t, const void *arg);
 static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
                          bool emu, bool no_f16_rows) {
     static const struct {
-        const char *env, *tag;
+        int coopmat; /* rlx_vk_coopmat, or -1: the environment's */
+        const char *tag;
         bool coop_only, emulated, mixed; /* needs the real kernel; is an emulation; f16 operands */
-    } modes[] = {{NULL, "", false, false, true},
-                 {"0", " COOPMAT=0", true, false, false},
-                 {"exact", " COOPMAT=exact", true, false, false},
-                 {"emulate", " COOPMAT=emulate", false, true, false},
-                 {"emulate-mixed", " COOPMAT=emulate-mixed", false, true, true}};
+    } modes[] = {{-1, "", false, false, true},
+                 {RLX_VK_COOPMAT_OFF, " COOPMAT=0", true, false, false},
+                 {RLX_VK_COOPMAT_EXACT, " COOPMAT=exact", true, false, false},
+                 {RLX_VK_COOPMAT_EMULATE, " COOPMAT=emulate", false, true, false},
+                 {RLX_VK_COOPMAT_EMULATE_MIXED, " COOPMAT=emulate-mixed", false, true, true}};
     static int calls, emulated; /* variants: real kernel by call, emulation by emulated run */
     calls++;
     for (int m = 0; m < 5; m++) {
@@ -191,20 +193,22 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                                                  : RLX_VK_KERNEL_matmul_coop;
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
         int v = modes[m].emulated ? emulated++ : calls;
-        const char *tm = v % 2 ? "128" : "64", *depth = v / 2 % 2 ? "2" : "1";
+        uint32_t tm = v % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1;
         vkt_graph t;
         vkt_graph_init(&t);
         build(&t, arg);
-        if (modes[m].env) setenv("RLX_VK_COOPMAT", modes[m].env, 1);
+        rlx_vk_options o = g_opts;
+        if (modes[m].coopmat >= 0) o.coopmat = (rlx_vk_coopmat)modes[m].coopmat;
         if (variants) {
-            setenv("RLX_VK_COOPMAT_TM", tm, 1);
-            setenv("RLX_VK_COOPMAT_DEPTH", depth, 1);
+            o.coopmat_tm = tm;
+            o.coopmat_depth = depth;
         }
+        vkt_set_options(g_vk, &o);
         bool mixed = want != RLX_VK_KERNEL_matmul_tiled && modes[m].mixed;
         const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : mixed ? &PREC_F16 : &PREC_PAIRS;
-        char full[128];
-        snprintf(full, sizeof full, "%s%s%s%s%s%s", label, modes[m].tag, variants ? " TM=" : "", variants ? tm : "",
-                 variants ? " DEPTH=" : "", variants ? depth : "");
+        char full[128], knobs[32] = "";
+        if (variants) snprintf(knobs, sizeof knobs, " TM=%u DEPTH=%u", tm, depth);
+        snprintf(full, sizeof full, "%s%s%s", label, modes[m].tag, knobs);
         step st = {0, n_tokens};
         elem_check ec = {0};
         if (plain) {
@@ -216,9 +220,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         }
         compare(full, &t, &st, 1, want, mixed && !no_f16_rows, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
         free(ec.w);
-        unsetenv("RLX_VK_COOPMAT");
-        unsetenv("RLX_VK_COOPMAT_TM");
-        unsetenv("RLX_VK_COOPMAT_DEPTH");
+        vkt_set_options(g_vk, &g_opts);
         vkt_graph_free(&t);
     }
 }
@@ -253,8 +255,9 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
 static void test_f16_range(void) {
     static const struct {
         const char *mode;
+        rlx_vk_coopmat coopmat;
         bool fails;
-    } modes[] = {{"emulate-mixed", true}, {"emulate", false}};
+    } modes[] = {{"emulate-mixed", RLX_VK_COOPMAT_EMULATE_MIXED, true}, {"emulate", RLX_VK_COOPMAT_EMULATE, false}};
     for (int m = 0; m < 2; m++) {
         vkt_graph t;
         vkt_graph_init(&t);
@@ -265,7 +268,9 @@ static void test_f16_range(void) {
             blocks[34 * b] = 0x00; /* d = f16 0x7800: 32768 */
             blocks[34 * b + 1] = 0x78;
         }
-        setenv("RLX_VK_COOPMAT", modes[m].mode, 1);
+        rlx_vk_options o = g_opts;
+        o.coopmat = modes[m].coopmat;
+        vkt_set_options(g_vk, &o);
         char label[96];
         snprintf(label, sizeof label, "MATMUL Q8_0 values past f16's range COOPMAT=%s", modes[m].mode);
         if (!modes[m].fails) {
@@ -285,7 +290,7 @@ static void test_f16_range(void) {
             if (s) g_vk->ops->session_destroy(s);
             free(out);
         }
-        unsetenv("RLX_VK_COOPMAT");
+        vkt_set_options(g_vk, &g_opts);
         vkt_graph_free(&t);
     }
 }
@@ -336,9 +341,9 @@ static void test_matmul(void) {
  * mixed modes an F32 one is decoded part by part into the same f16 rows; a Q8_0 one, whose f16
  * rows of a part would exceed the limit, is decoded in the kernel. */
 static void test_split_weights(void) {
-    setenv("RLX_VK_MAX_BINDING_BYTES", "400000", 1); /* x (320 KiB) fits, the weights (800 KiB) do not */
-    rlx_backend *small = vkt_backend();
-    unsetenv("RLX_VK_MAX_BINDING_BYTES");
+    rlx_vk_options o = g_opts;
+    o.max_binding_bytes = 400000; /* x (320 KiB) fits, the weights (800 KiB) do not */
+    rlx_backend *small = vkt_backend_with(&o);
     rlx_backend *saved = g_vk;
     g_vk = small;
     matmul_case((mm_case){RLX_DTYPE_F16, 4096, 100, 20, 0, true, false}, 20);
@@ -400,24 +405,16 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
 }
 
 /* A mode name the backend does not know (here "fast", a name an earlier version took) is refused
- * when the program is compiled, with the variable and the accepted names, not silently replaced by
+ * when the backend is created, with the variable and the accepted names, not silently replaced by
  * the default. */
 static void test_bad_mode(void) {
-    vkt_graph t;
-    vkt_graph_init(&t);
-    mm_case c = {RLX_DTYPE_F16, 64, 32, 40, 0, false, false};
-    build_matmul(&t, &c);
-    rlx_session *s = NULL;
-    rlx_program *p = NULL;
+    rlx_backend *b = NULL;
     setenv("RLX_VK_COOPMAT", "fast", 1);
-    if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)))
-        T_ERR(g_vk->ops->compile(s, t.g, &p), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_COOPMAT='fast': expected mixed, exact");
+    T_ERR(rlx_backend_vulkan_create(NULL, &b), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_COOPMAT='fast': expected mixed, exact");
     unsetenv("RLX_VK_COOPMAT");
-    printf("  RLX_VK_COOPMAT=fast: refused at compile time%s\n", p ? " (NOT: a program was made)" : "");
-    T_CHECK(p == NULL, "a refused compile still returned a program");
-    if (p) g_vk->ops->program_destroy(p);
-    if (s) g_vk->ops->session_destroy(s);
-    vkt_graph_free(&t);
+    printf("  RLX_VK_COOPMAT=fast: refused when the backend is created%s\n", b ? " (NOT: a backend was made)" : "");
+    T_CHECK(b == NULL, "a refused creation still returned a backend");
+    rlx_backend_destroy(b);
 }
 
 static void test_attention(void) {
@@ -436,7 +433,8 @@ static void test_attention(void) {
 }
 
 int main(void) {
-    g_vk = vkt_backend();
+    g_opts = vkt_options();
+    g_vk = vkt_backend_with(&g_opts);
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
     const rlx_vk_caps *c = rlx_vk_backend_caps(g_vk);
     g_coop = c->coopmat_f16;
