@@ -10,6 +10,9 @@ if(RLX_VULKAN)
   endif()
 endif()
 
+# The library reads the environment only in its options files and the cache-directory helper
+rlx_add_script_test(NAME getenv_rule SCRIPT getenv_rule.sh LABELS unit)
+
 # rlx bench (tools/cmd_bench.c): the CLI on the embedded stories260K, on the CPU backend and on
 # Vulkan (lavapipe in CI, validation layer on). Each run keeps its bandwidth cache in a temporary
 # XDG_CACHE_HOME (the script sets it), so the measure-then-reuse path is exercised every time.

@@ -1,0 +1,23 @@
+#!/bin/bash
+# The environment is read at the edge (STYLE.md, "Options are parsed once"): in the library, only
+# the options file of each backend (runtime/vk_options.c, cpu_fallback/cpu_options.c) and the
+# cache-directory helper (loader/core/cache_dir.c) call getenv, so that everything else takes its
+# settings as arguments and a test sets a field, not the process environment. tools/ and tests/
+# may read it. Fails listing every other call.
+src=${RLX_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$src" || { echo "FAIL: no source tree at $src"; exit 1; }
+allowed='^(runtime/vk_options\.c|cpu_fallback/cpu_options\.c|loader/core/cache_dir\.c):'
+pattern='\b(secure_)?getenv[[:space:]]*\('
+all=$(grep -rnE "$pattern" --include='*.c' --include='*.h' loader text ir cpu_fallback runtime runners include)
+# the allowed files are where the grep must find them, or the pattern itself is broken
+if ! grep -qE "$allowed" <<<"$all"; then
+  echo "FAIL: no getenv found even in the options files: the check is broken"
+  exit 1
+fi
+hits=$(grep -vE "$allowed" <<<"$all")
+if [ -n "$hits" ]; then
+  echo "FAIL: getenv outside the options files and the cache-directory helper:"
+  echo "$hits"
+  exit 1
+fi
+echo "getenv in the library: only in $(grep -cE "$allowed" <<<"$all") lines of the options files and the cache-directory helper"
