@@ -31,3 +31,4 @@ rlx_tokenizer_tests(test_tokenizer_roundtrip "unit"
   stories260K qwen3-gguf qwen3-hf llama32-gguf llama32-hf gemma3-gguf gemma3-hf)
 rlx_add_test(NAME test_tokenizer_unit SOURCES test_tokenizer_unit.c test_tokenizer_util.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
 rlx_add_test(NAME test_tokenizer_hfjson SOURCES test_tokenizer_hfjson.c test_tokenizer_util.c LABELS unit)
+rlx_add_test(NAME test_text_utf8 SOURCES test_text_utf8.c LABELS unit)

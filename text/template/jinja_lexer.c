@@ -1,5 +1,6 @@
 /* Template lexer. See text/template/jinja_lexer.h for the whitespace rules it applies. */
 #include "text/template/jinja_lexer.h"
+#include "text/tokenizer/tokenizer_utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,7 +316,7 @@ static rlx_status lex_string(lexer *lx, size_t *pp) {
         const char *lit = NULL;
         RLX_TRY(unescape_one(lx, i, lx->src + i, p - i, &used, &cp, &lit, &lit_n));
         if (cp != UINT32_MAX) {
-            o += rlx_jv_utf8_encode(cp, out + o);
+            o += rlx_utf8_put(cp, out + o);
         } else if (lit_n) {
             memcpy(out + o, lit, lit_n);
             o += lit_n;

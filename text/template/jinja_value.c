@@ -667,32 +667,6 @@ uint32_t rlx_jv_utf8_decode(const char *p, size_t n, size_t *len) {
     return cp;
 }
 
-size_t rlx_jv_utf8_encode(uint32_t cp, char out[4]) {
-    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD; /* a lone surrogate has no UTF-8 form */
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    if (cp > 0x10FFFF) cp = 0xFFFD;
-    if (cp < 0x10000) return rlx_jv_utf8_encode(cp, out);
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static bool is_ascii(const char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)p[i] >= 0x80) return false;

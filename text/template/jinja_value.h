@@ -155,7 +155,6 @@ size_t rlx_jv_utf8_offset(const char *p, size_t n, size_t i); /* byte offset of 
 /* Decodes one code point at p (n > 0 bytes left); *len gets its byte length (1 for invalid bytes,
  * which decode as themselves). */
 uint32_t rlx_jv_utf8_decode(const char *p, size_t n, size_t *len);
-size_t rlx_jv_utf8_encode(uint32_t cp, char out[4]);
 bool rlx_jv_is_space(uint32_t cp); /* Python's str.isspace() */
 
 #endif

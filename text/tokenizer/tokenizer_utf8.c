@@ -43,6 +43,8 @@ size_t rlx_utf8_next(const char *s, size_t n, uint32_t *cp) {
 }
 
 size_t rlx_utf8_put(uint32_t cp, char out[4]) {
+    /* a surrogate or a value past U+10FFFF has no well-formed UTF-8 form: it becomes U+FFFD */
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;

@@ -12,7 +12,8 @@
 /* Length (1..4) of the well-formed sequence at s[0, n) and its code point in *cp, or 0 when s does
  * not start with one (n == 0, invalid or truncated). */
 size_t rlx_utf8_next(const char *s, size_t n, uint32_t *cp);
-/* Writes cp (<= U+10FFFF) as UTF-8; returns its length. */
+/* Writes cp as UTF-8 and returns its length; a surrogate (U+D800..U+DFFF) or a value past U+10FFFF
+ * is written as U+FFFD, since UTF-8 has no form for it (RFC 3629, section 3). */
 size_t rlx_utf8_put(uint32_t cp, char out[4]);
 /* Length of the sequence a lead byte announces (1 for ASCII and for bytes that cannot lead). */
 size_t rlx_utf8_lead_len(uint8_t b);
