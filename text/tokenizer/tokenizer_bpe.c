@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "text/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer_heap.h"
 #include "text/tokenizer/tokenizer_utf8.h"
 
 typedef struct {
@@ -23,47 +24,12 @@ typedef struct {
 typedef struct {
     bpe_sym *sym;
     size_t n_sym, cap_sym;
-    bpe_pair *heap;
-    size_t n_heap, cap_heap;
+    rlx_tok_heap heap; /* of bpe_pair */
 } bpe_work;
 
-static bool pair_before(const bpe_pair *a, const bpe_pair *b) {
+static bool pair_before(const void *pa, const void *pb) {
+    const bpe_pair *a = pa, *b = pb;
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static rlx_status heap_push(bpe_work *w, bpe_pair p) {
-    if (w->n_heap == w->cap_heap) {
-        size_t cap = w->cap_heap ? w->cap_heap * 2 : 64;
-        bpe_pair *h = realloc(w->heap, cap * sizeof *h);
-        if (!h) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "BPE: out of memory for %zu pairs", cap);
-        w->heap = h;
-        w->cap_heap = cap;
-    }
-    size_t i = w->n_heap++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &w->heap[parent])) break;
-        w->heap[i] = w->heap[parent];
-        i = parent;
-    }
-    w->heap[i] = p;
-    return NULL;
-}
-
-static bpe_pair heap_pop(bpe_work *w) {
-    bpe_pair top = w->heap[0];
-    bpe_pair last = w->heap[--w->n_heap];
-    size_t i = 0, n = w->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && pair_before(&w->heap[c + 1], &w->heap[c])) c++;
-        if (!pair_before(&w->heap[c], &last)) break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n) w->heap[i] = last;
-    return top;
 }
 
 static rlx_status try_pair(const rlx_tokenizer *t, const char *word, bpe_work *w, int32_t left, int32_t right) {
@@ -71,7 +37,8 @@ static rlx_status try_pair(const rlx_tokenizer *t, const char *word, bpe_work *w
     const bpe_sym *l = &w->sym[left], *r = &w->sym[right];
     int32_t rank = rlx_tok_merges_rank(&t->merges, word + l->off, l->n, word + r->off, r->n);
     if (rank < 0) return NULL;
-    return heap_push(w, (bpe_pair){left, right, rank, l->n, r->n});
+    bpe_pair p = {left, right, rank, l->n, r->n};
+    return rlx_tok_heap_push(&w->heap, &p);
 }
 
 static rlx_status split_chars(const char *word, size_t len, bpe_work *w) {
@@ -115,10 +82,11 @@ static rlx_status encode_word(const rlx_tokenizer *t, const char *word, size_t l
         if (id >= 0) return rlx_tok_ids_push(out, id);
     }
     RLX_TRY(split_chars(word, len, w));
-    w->n_heap = 0;
+    w->heap.n = 0;
     for (size_t i = 1; i < w->n_sym; i++) RLX_TRY(try_pair(t, word, w, (int32_t)i - 1, (int32_t)i));
-    while (w->n_heap) {
-        bpe_pair p = heap_pop(w);
+    while (w->heap.n) {
+        bpe_pair p;
+        rlx_tok_heap_pop(&w->heap, &p);
         bpe_sym *l = &w->sym[p.left], *r = &w->sym[p.right];
         if (l->n != p.left_n || r->n != p.right_n || l->n == 0 || r->n == 0) continue;
         l->n += r->n;
@@ -135,11 +103,11 @@ static rlx_status encode_word(const rlx_tokenizer *t, const char *word, size_t l
 
 rlx_status rlx_tok_bpe_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_ids *out) {
     rlx_tok_words words = {0};
-    bpe_work w = {0};
+    bpe_work w = {.heap = {.item_size = sizeof(bpe_pair), .before = pair_before, .what = "BPE"}};
     rlx_status s = rlx_tok_pretok_split(&t->pretok, text, len, &words);
     for (size_t i = 0; !s && i < words.n; i++) s = encode_word(t, words.bytes.p + words.off[i], words.len[i], &w, out);
     rlx_tok_words_free(&words);
     free(w.sym);
-    free(w.heap);
+    rlx_tok_heap_free(&w.heap);
     return s;
 }

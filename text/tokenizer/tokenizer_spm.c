@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "text/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer_heap.h"
 #include "text/tokenizer/tokenizer_utf8.h"
 
 #define SPACE_MARK "\xE2\x96\x81" /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space */
@@ -27,44 +28,12 @@ typedef struct {
     const char *text;
     spm_sym *sym;
     size_t n_sym;
-    spm_pair *heap;
-    size_t n_heap, cap_heap;
+    rlx_tok_heap heap; /* of spm_pair */
 } spm_work;
 
-static bool pair_before(const spm_pair *a, const spm_pair *b) {
+static bool pair_before(const void *pa, const void *pb) {
+    const spm_pair *a = pa, *b = pb;
     return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static rlx_status heap_push(spm_work *w, spm_pair p) {
-    if (w->n_heap == w->cap_heap) {
-        size_t cap = w->cap_heap ? w->cap_heap * 2 : 64;
-        spm_pair *h = realloc(w->heap, cap * sizeof *h);
-        if (!h) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "SentencePiece: out of memory for %zu pairs", cap);
-        w->heap = h;
-        w->cap_heap = cap;
-    }
-    size_t i = w->n_heap++;
-    while (i > 0 && pair_before(&p, &w->heap[(i - 1) / 2])) {
-        w->heap[i] = w->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    w->heap[i] = p;
-    return NULL;
-}
-
-static spm_pair heap_pop(spm_work *w) {
-    spm_pair top = w->heap[0], last = w->heap[--w->n_heap];
-    size_t i = 0, n = w->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && pair_before(&w->heap[c + 1], &w->heap[c])) c++;
-        if (!pair_before(&w->heap[c], &last)) break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n) w->heap[i] = last;
-    return top;
 }
 
 static rlx_status try_pair(const rlx_tokenizer *t, spm_work *w, int32_t left, int32_t right) {
@@ -72,7 +41,8 @@ static rlx_status try_pair(const rlx_tokenizer *t, spm_work *w, int32_t left, in
     const spm_sym *l = &w->sym[left], *r = &w->sym[right];
     int32_t id = rlx_tok_vocab_find(&t->vocab, w->text + l->off, (size_t)l->n + r->n);
     if (id < 0) return NULL;
-    return heap_push(w, (spm_pair){left, right, t->vocab.score[id], l->n + r->n});
+    spm_pair p = {left, right, t->vocab.score[id], l->n + r->n};
+    return rlx_tok_heap_push(&w->heap, &p);
 }
 
 /* llama_vocab::byte_to_token for SPM: <0xNN>, else the byte itself as a one-byte token; rlx adds
@@ -110,8 +80,9 @@ static rlx_status merge_all(const rlx_tokenizer *t, spm_work *w, size_t len) {
         off += n;
     }
     for (size_t i = 1; i < w->n_sym; i++) RLX_TRY(try_pair(t, w, (int32_t)i - 1, (int32_t)i));
-    while (w->n_heap) {
-        spm_pair p = heap_pop(w);
+    while (w->heap.n) {
+        spm_pair p;
+        rlx_tok_heap_pop(&w->heap, &p);
         spm_sym *l = &w->sym[p.left], *r = &w->sym[p.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != p.size) continue;
         l->n += r->n;
@@ -127,7 +98,7 @@ static rlx_status merge_all(const rlx_tokenizer *t, spm_work *w, size_t len) {
 rlx_status rlx_tok_spm_encode(const rlx_tokenizer *t, const char *text, size_t len, bool space_prefix,
                               rlx_tok_ids *out) {
     rlx_tok_buf b = {0};
-    spm_work w = {0};
+    spm_work w = {.heap = {.item_size = sizeof(spm_pair), .before = pair_before, .what = "SentencePiece"}};
     rlx_status s = escape_spaces(text, len, space_prefix, &b);
     if (!s && b.len) {
         w.text = b.p;
@@ -146,6 +117,6 @@ rlx_status rlx_tok_spm_encode(const rlx_tokenizer *t, const char *text, size_t l
     }
     rlx_tok_buf_free(&b);
     free(w.sym);
-    free(w.heap);
+    rlx_tok_heap_free(&w.heap);
     return s;
 }
