@@ -7,31 +7,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "loader/core/half.h"
-
 #define QK 32
 /* Perturbations tried around the plain scale choice: (2 * SEARCH_STEPS + 1) candidates, each
  * 0.1 of a quantization level apart. */
 #define SEARCH_STEPS 4
-
-/* ---- rounding ---- */
-
-/* round(v) clamped to [lo, hi]; NaN maps to lo. Clamping before the conversion keeps huge and
- * non-finite values defined. */
-static inline int round_clamp(float v, int lo, int hi) {
-    v = v > (float)lo ? v : (float)lo; /* NaN compares false: it becomes lo */
-    v = v < (float)hi ? v : (float)hi;
-    return rlx_quant_nearest_int(v);
-}
-
-static inline void put_f16(uint8_t *p, float v) {
-    uint16_t h = rlx_f32_to_f16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
-/* The value a scale has once stored as f16: quants are chosen against it, not the exact one. */
-static inline float f16_round(float v) { return rlx_f16_to_f32(rlx_f32_to_f16(v)); }
 
 uint64_t rlx_quantize_find_nonfinite(const float *x, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
@@ -45,7 +24,7 @@ uint64_t rlx_quantize_find_nonfinite(const float *x, uint64_t n) {
 static float symmetric_candidate(const float *x, int n, int nmax, float iscale, float sxx, int8_t *q, float *d) {
     float sxq = 0, sqq = 0;
     for (int i = 0; i < n; i++) {
-        int l = round_clamp(iscale * x[i], -nmax, nmax - 1);
+        int l = rlx_quant_round_clamp(iscale * x[i], -nmax, nmax - 1);
         q[i] = (int8_t)l;
         sxq += x[i] * (float)l;
         sqq += (float)(l * l);
@@ -109,7 +88,7 @@ static float affine_candidate(const float *x, int n, int nmax, bool nonpositive_
                               block_sums bs, float best, uint8_t *q, float *d, float *m) {
     float sq = 0, sqq = 0, sxq = 0;
     for (int i = 0; i < n; i++) {
-        int l = round_clamp(iscale * (x[i] - m0), 0, nmax);
+        int l = rlx_quant_round_clamp(iscale * (x[i] - m0), 0, nmax);
         q[i] = (uint8_t)l;
         sq += (float)l;
         sqq += (float)(l * l);
@@ -162,7 +141,7 @@ float rlx_quant_fit_affine(const float *x, int n, int nmax, bool nonpositive_min
     *m = lo;
     float id = 1.0f / *d;
     for (int i = 0; i < n; i++) {
-        q[i] = (uint8_t)round_clamp((x[i] - lo) * id, 0, nmax);
+        q[i] = (uint8_t)rlx_quant_round_clamp((x[i] - lo) * id, 0, nmax);
         float e = x[i] - *d * (float)q[i] - lo;
         best += e * e;
     }
@@ -189,33 +168,43 @@ float rlx_quant_fit_affine(const float *x, int n, int nmax, bool nonpositive_min
 /* Final quants against the stored (f16-rounded) scale: the rounding of d moves the optimum. */
 static void requant_symmetric(const float *x, int n, int nmax, float d, int8_t *q) {
     float id = d != 0 ? 1.0f / d : 0.0f;
-    for (int i = 0; i < n; i++) q[i] = (int8_t)round_clamp(x[i] * id, -nmax, nmax - 1);
+    for (int i = 0; i < n; i++) q[i] = (int8_t)rlx_quant_round_clamp(x[i] * id, -nmax, nmax - 1);
 }
 
 static void requant_affine(const float *x, int n, int nmax, float d, float m, uint8_t *q) {
     float id = d != 0 ? 1.0f / d : 0.0f;
-    for (int i = 0; i < n; i++) q[i] = (uint8_t)round_clamp((x[i] - m) * id, 0, nmax);
+    for (int i = 0; i < n; i++) q[i] = (uint8_t)rlx_quant_round_clamp((x[i] - m) * id, 0, nmax);
+}
+
+/* The 32-element fits: the scale (and min) stored as half at out, the quants in q chosen against
+ * the stored values. */
+static void fit_symmetric_block(const float *x, int nmax, int8_t *q, uint8_t *out) {
+    float d;
+    rlx_quant_fit_symmetric(x, QK, nmax, &d, q);
+    rlx_quant_put_f16(out, d);
+    requant_symmetric(x, QK, nmax, rlx_quant_f16_round(d), q);
+}
+
+static void fit_affine_block(const float *x, int nmax, uint8_t *q, uint8_t *out) {
+    float d, m;
+    rlx_quant_fit_affine(x, QK, nmax, false, &d, &m, q);
+    rlx_quant_put_f16(out, d);
+    rlx_quant_put_f16(out + 2, m);
+    requant_affine(x, QK, nmax, rlx_quant_f16_round(d), rlx_quant_f16_round(m), q);
 }
 
 /* block_q4_0 (18 bytes): half d; uint8 qs[16]; x = (q - 8) * d, quant j in the low nibble of
  * qs[j], quant j+16 in the high nibble. */
 static void block_q4_0(const float *x, uint8_t *out) {
     int8_t q[QK];
-    float d;
-    rlx_quant_fit_symmetric(x, QK, 8, &d, q);
-    put_f16(out, d);
-    requant_symmetric(x, QK, 8, f16_round(d), q);
+    fit_symmetric_block(x, 8, q, out);
     for (int j = 0; j < QK / 2; j++) out[2 + j] = (uint8_t)((q[j] + 8) | ((q[j + QK / 2] + 8) << 4));
 }
 
 /* block_q4_1 (20 bytes): half d, m; uint8 qs[16]; x = q * d + m. */
 static void block_q4_1(const float *x, uint8_t *out) {
     uint8_t q[QK];
-    float d, m;
-    rlx_quant_fit_affine(x, QK, 15, false, &d, &m, q);
-    put_f16(out, d);
-    put_f16(out + 2, m);
-    requant_affine(x, QK, 15, f16_round(d), f16_round(m), q);
+    fit_affine_block(x, 15, q, out);
     for (int j = 0; j < QK / 2; j++) out[4 + j] = (uint8_t)(q[j] | (q[j + QK / 2] << 4));
 }
 
@@ -231,10 +220,7 @@ static void pack_q5(const uint8_t *q, uint8_t *qh, uint8_t *qs) {
 static void block_q5_0(const float *x, uint8_t *out) {
     int8_t q[QK];
     uint8_t u[QK];
-    float d;
-    rlx_quant_fit_symmetric(x, QK, 16, &d, q);
-    put_f16(out, d);
-    requant_symmetric(x, QK, 16, f16_round(d), q);
+    fit_symmetric_block(x, 16, q, out);
     for (int j = 0; j < QK; j++) u[j] = (uint8_t)(q[j] + 16);
     pack_q5(u, out + 2, out + 6);
 }
@@ -242,11 +228,7 @@ static void block_q5_0(const float *x, uint8_t *out) {
 /* block_q5_1 (24 bytes): half d, m; uint8 qh[4]; uint8 qs[16]; x = q * d + m. */
 static void block_q5_1(const float *x, uint8_t *out) {
     uint8_t q[QK];
-    float d, m;
-    rlx_quant_fit_affine(x, QK, 31, false, &d, &m, q);
-    put_f16(out, d);
-    put_f16(out + 2, m);
-    requant_affine(x, QK, 31, f16_round(d), f16_round(m), q);
+    fit_affine_block(x, 31, q, out);
     pack_q5(q, out + 4, out + 8);
 }
 
@@ -256,9 +238,9 @@ static void block_q8_0(const float *x, uint8_t *out) {
     float amax = 0;
     for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = amax / 127.0f;
-    put_f16(out, d);
-    float ds = f16_round(d), id = ds != 0 ? 1.0f / ds : 0.0f;
-    for (int j = 0; j < QK; j++) out[2 + j] = (uint8_t)(int8_t)round_clamp(x[j] * id, -127, 127);
+    rlx_quant_put_f16(out, d);
+    float ds = rlx_quant_f16_round(d), id = ds != 0 ? 1.0f / ds : 0.0f;
+    for (int j = 0; j < QK; j++) out[2 + j] = (uint8_t)(int8_t)rlx_quant_round_clamp(x[j] * id, -127, 127);
 }
 
 /* ---- rows ---- */
@@ -292,7 +274,7 @@ size_t rlx_quantize_rows(uint32_t type, const float *src, void *dst, uint64_t n_
     switch (type) {
     case RLX_DTYPE_F32: memcpy(out, src, (size_t)n * sizeof(float)); break;
     case RLX_DTYPE_F16:
-        for (uint64_t i = 0; i < n; i++) put_f16(out + 2 * i, src[i]);
+        for (uint64_t i = 0; i < n; i++) rlx_quant_put_f16(out + 2 * i, src[i]);
         break;
     case RLX_DTYPE_BF16:
         for (uint64_t i = 0; i < n; i++) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "loader/core/dtype.h"
+#include "loader/core/half.h"
 #include "loader/quant/gguf_writer.h"
 #include "rlx/status.h"
 #include "loader/core/weight.h"
@@ -48,6 +49,24 @@ static inline int rlx_quant_nearest_int(float v) {
     memcpy(&i, &t, sizeof i);
     return (i & 0x007fffff) - 0x00400000;
 }
+
+/* round(v) clamped to [lo, hi]; NaN maps to lo. Clamping before the conversion keeps huge and
+ * non-finite values defined. */
+static inline int rlx_quant_round_clamp(float v, int lo, int hi) {
+    v = v > (float)lo ? v : (float)lo; /* NaN compares false: it becomes lo */
+    v = v < (float)hi ? v : (float)hi;
+    return rlx_quant_nearest_int(v);
+}
+
+/* Stores v as a little-endian f16 at p (ggml's half fields). */
+static inline void rlx_quant_put_f16(uint8_t *p, float v) {
+    uint16_t h = rlx_f32_to_f16(v);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+/* The value a scale has once stored as f16: quants are chosen against it, not the exact one. */
+static inline float rlx_quant_f16_round(float v) { return rlx_f16_to_f32(rlx_f32_to_f16(v)); }
 
 /* Search helpers (quantize.c), also used by the K-quants. Each returns the squared error of its
  * fit. */

@@ -9,25 +9,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "loader/core/half.h"
 #include "loader/quant/quantize.h"
 
 #define QK_K 256
 #define SUPER_STEPS 2 /* super-scale candidates: (2 * SUPER_STEPS + 1) stretches of the plain one */
-
-static inline int round_clamp(float v, int lo, int hi) {
-    v = v > (float)lo ? v : (float)lo; /* NaN compares false: it becomes lo */
-    v = v < (float)hi ? v : (float)hi;
-    return rlx_quant_nearest_int(v);
-}
-
-static inline void put_f16(uint8_t *p, float v) {
-    uint16_t h = rlx_f32_to_f16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
-static inline float f16_round(float v) { return rlx_f16_to_f32(rlx_f32_to_f16(v)); }
 
 /* ---- Q4_K / Q5_K: 8 sub-blocks of 32, x = (d*sc)*q - dmin*m with 6-bit sc and m ---- */
 
@@ -43,7 +28,7 @@ static float affine_super_error(const float *x, int nmax, const affine_super *s,
         float dl = s->d * (float)s->sc[j], ml = s->dmin * (float)s->m[j], id = dl != 0 ? 1.0f / dl : 0.0f;
         for (int i = 0; i < 32; i++) {
             const float v = x[32 * j + i];
-            int l = round_clamp((v + ml) * id, 0, nmax);
+            int l = rlx_quant_round_clamp((v + ml) * id, 0, nmax);
             q[32 * j + i] = (uint8_t)l;
             float e = v - (dl * (float)l - ml);
             err += e * e;
@@ -68,12 +53,12 @@ static void quantize_affine_super(const float *x, int nmax, const float *scale, 
         float stretch = 63.0f + 0.25f * (float)k;
         if (stretch > 63.0f + 0.5f) continue; /* beyond 63.5 the largest scale would round to 64 */
         affine_super s;
-        s.d = f16_round(max_scale / stretch);
-        s.dmin = f16_round(max_min / 63.0f);
+        s.d = rlx_quant_f16_round(max_scale / stretch);
+        s.dmin = rlx_quant_f16_round(max_min / 63.0f);
         float id = s.d != 0 ? 1.0f / s.d : 0.0f, idm = s.dmin != 0 ? 1.0f / s.dmin : 0.0f;
         for (int j = 0; j < 8; j++) {
-            s.sc[j] = (uint8_t)round_clamp(scale[j] * id, 0, 63);
-            s.m[j] = (uint8_t)round_clamp(min[j] * idm, 0, 63);
+            s.sc[j] = (uint8_t)rlx_quant_round_clamp(scale[j] * id, 0, 63);
+            s.m[j] = (uint8_t)rlx_quant_round_clamp(min[j] * idm, 0, 63);
         }
         float err = affine_super_error(x, nmax, &s, trial);
         if (err < best_err || best_err == INFINITY) {
@@ -95,7 +80,9 @@ static void pack_scales_mins(const uint8_t *sc, const uint8_t *m, uint8_t *out) 
     }
 }
 
-static void fit_affine_super(const float *x, int nmax, affine_super *s, uint8_t *q) {
+/* Fits the super-block and writes its head (half d, dmin; scales[12]) at out; q gets the quants. */
+static void fit_affine_super(const float *x, int nmax, uint8_t *q, uint8_t *out) {
+    affine_super s;
     float scale[8], min[8];
     for (int j = 0; j < 8; j++) {
         float d, m;
@@ -103,18 +90,17 @@ static void fit_affine_super(const float *x, int nmax, affine_super *s, uint8_t 
         scale[j] = d;
         min[j] = -m;
     }
-    quantize_affine_super(x, nmax, scale, min, s, q);
+    quantize_affine_super(x, nmax, scale, min, &s, q);
+    rlx_quant_put_f16(out, s.d);
+    rlx_quant_put_f16(out + 2, s.dmin);
+    pack_scales_mins(s.sc, s.m, out + 4);
 }
 
 /* block_q4_K (144 bytes): half d, dmin; uint8 scales[12]; uint8 qs[128]; sub-block 2k in the low
  * nibbles of qs[32k..32k+31], sub-block 2k+1 in the high nibbles. */
 void rlx_quantize_block_q4_k(const float *x, uint8_t *out) {
-    affine_super s;
     uint8_t q[QK_K];
-    fit_affine_super(x, 15, &s, q);
-    put_f16(out, s.d);
-    put_f16(out + 2, s.dmin);
-    pack_scales_mins(s.sc, s.m, out + 4);
+    fit_affine_super(x, 15, q, out);
     uint8_t *qs = out + 16;
     for (int k = 0; k < 4; k++)
         for (int l = 0; l < 32; l++) qs[32 * k + l] = (uint8_t)(q[64 * k + l] | (q[64 * k + 32 + l] << 4));
@@ -123,12 +109,8 @@ void rlx_quantize_block_q4_k(const float *x, uint8_t *out) {
 /* block_q5_K (176 bytes): half d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; low
  * nibbles as Q4_K, bit 4 of element l of sub-block g in bit g of qh[l]. */
 void rlx_quantize_block_q5_k(const float *x, uint8_t *out) {
-    affine_super s;
     uint8_t q[QK_K];
-    fit_affine_super(x, 31, &s, q);
-    put_f16(out, s.d);
-    put_f16(out + 2, s.dmin);
-    pack_scales_mins(s.sc, s.m, out + 4);
+    fit_affine_super(x, 31, q, out);
     uint8_t *qh = out + 16, *qs = out + 48;
     memset(qh, 0, 32);
     for (int k = 0; k < 4; k++) {
@@ -148,7 +130,7 @@ static float q6_error(const float *x, float d, const int8_t *sc, int8_t *q) {
         float dl = d * (float)sc[j], id = dl != 0 ? 1.0f / dl : 0.0f;
         for (int i = 0; i < 16; i++) {
             const float v = x[16 * j + i];
-            int l = round_clamp(v * id, -32, 31);
+            int l = rlx_quant_round_clamp(v * id, -32, 31);
             q[16 * j + i] = (int8_t)l;
             float e = v - dl * (float)l;
             err += e * e;
@@ -174,9 +156,9 @@ void rlx_quantize_block_q6_k(const float *x, uint8_t *out) {
     float best_err = INFINITY, d = 0;
     int8_t sc[16] = {0};
     for (int k = 0; k <= 2 * SUPER_STEPS && amax > 0; k++) {
-        float dk = f16_round(vmax / -(128.0f - 0.25f * (float)k)), id = dk != 0 ? 1.0f / dk : 0.0f;
+        float dk = rlx_quant_f16_round(vmax / -(128.0f - 0.25f * (float)k)), id = dk != 0 ? 1.0f / dk : 0.0f;
         int8_t sck[16];
-        for (int j = 0; j < 16; j++) sck[j] = (int8_t)round_clamp(scale[j] * id, -128, 127);
+        for (int j = 0; j < 16; j++) sck[j] = (int8_t)rlx_quant_round_clamp(scale[j] * id, -128, 127);
         float err = q6_error(x, dk, sck, trial);
         if (err < best_err || best_err == INFINITY) {
             best_err = err;
@@ -197,5 +179,5 @@ void rlx_quantize_block_q6_k(const float *x, uint8_t *out) {
         }
     }
     memcpy(out + 192, sc, 16);
-    put_f16(out + 208, d);
+    rlx_quant_put_f16(out + 208, d);
 }
