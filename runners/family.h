@@ -35,17 +35,27 @@ typedef enum {
     RLX_DECODE_HEAD_COUNT,
 } rlx_decode_head;
 
+/* The state of one graph build (runners/graph_util.h). */
+typedef struct rlx_fwd rlx_fwd;
+
+/* One decoder layer: takes the residual stream [rows, n_embd], returns the next one. */
+typedef rlx_node (*rlx_layer_fn)(rlx_fwd *f, int32_t il, rlx_node x);
+
+/* A family is its layer: the frame around it (embedding, final norm, LM head) and the graph kinds
+ * are the same for every decoder-only family, so they are built once (runners/graph_util.c). */
 typedef struct rlx_family_ops {
     rlx_family family;
     const char *name; /* as rlx_runner_family() reports it */
-    /* Prefill over `seq_bucket` static rows. Cached kinds view the first `seq_bucket` rows of the
-     * KV cache, so they run at n_past == 0 (the generator's prefill always starts there). */
-    rlx_status (*build_prefill_graph)(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
-                                      rlx_graph **out);
-    /* One new row attending over KV_CACHE views of capacity `past_bucket` (>= n_past + 1). */
-    rlx_status (*build_decode_graph)(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
-                                     rlx_graph **out);
+    rlx_layer_fn layer;
 } rlx_family_ops;
+
+/* Prefill over `seq_bucket` static rows. Cached kinds view the first `seq_bucket` rows of the KV
+ * cache, so they run at n_past == 0 (the generator's prefill always starts there). */
+rlx_status rlx_family_build_prefill(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t seq_bucket,
+                                    rlx_prefill_kind kind, rlx_graph **out);
+/* One new row attending over KV_CACHE views of capacity `past_bucket` (>= n_past + 1). */
+rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t past_bucket,
+                                   rlx_decode_head head, rlx_graph **out);
 
 extern const rlx_family_ops rlx_family_qwen3_ops;
 extern const rlx_family_ops rlx_family_qwen3moe_ops;

@@ -39,14 +39,4 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     return rlx_add(g, x, h);
 }
 
-static rlx_status prefill(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
-                          rlx_graph **out) {
-    return rlx_fwd_build_prefill(m, batch, seq_bucket, kind, layer, out);
-}
-
-static rlx_status decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
-                         rlx_graph **out) {
-    return rlx_fwd_build_decode(m, batch, past_bucket, head, layer, out);
-}
-
-const rlx_family_ops rlx_family_gemma3_ops = {RLX_FAMILY_GEMMA3, "gemma3", prefill, decode};
+const rlx_family_ops rlx_family_gemma3_ops = {RLX_FAMILY_GEMMA3, "gemma3", layer};

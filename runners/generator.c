@@ -60,13 +60,13 @@ static rlx_status compile_graph(rlx_generator *g, rlx_graph *graph, rlx_program 
 
 static rlx_status compile_prefill(rlx_generator *g, rlx_prefill_kind kind, int32_t rows, rlx_program **out) {
     rlx_graph *graph;
-    RLX_TRY(g->family->build_prefill_graph(g->model, 1, rows, kind, &graph));
+    RLX_TRY(rlx_family_build_prefill(g->family, g->model, 1, rows, kind, &graph));
     return compile_graph(g, graph, out);
 }
 
 static rlx_status compile_decode(rlx_generator *g, int32_t past_bucket, rlx_decode_head head, rlx_program **out) {
     rlx_graph *graph;
-    RLX_TRY(g->family->build_decode_graph(g->model, 1, past_bucket, head, &graph));
+    RLX_TRY(rlx_family_build_decode(g->family, g->model, 1, past_bucket, head, &graph));
     return compile_graph(g, graph, out);
 }
 

@@ -160,23 +160,23 @@ static rlx_status build(const rlx_model *m, int32_t batch, int32_t rows, int32_t
     return NULL;
 }
 
-rlx_status rlx_fwd_build_prefill(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
-                                 rlx_layer_fn layer, rlx_graph **out) {
+rlx_status rlx_family_build_prefill(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t seq_bucket,
+                                    rlx_prefill_kind kind, rlx_graph **out) {
     bool naive = kind == RLX_PREFILL_NAIVE_LAST || kind == RLX_PREFILL_NAIVE_ALL;
     bool last = kind == RLX_PREFILL_LAST || kind == RLX_PREFILL_NAIVE_LAST;
     if ((unsigned)kind >= RLX_PREFILL_KIND_COUNT)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "prefill graph kind %d does not exist", (int)kind);
     char what[32];
     snprintf(what, sizeof what, "prefill-%s", rlx_prefill_kind_name(kind));
-    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, RLX_DECODE_LOGITS, layer, what, out);
+    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, RLX_DECODE_LOGITS, ops->layer, what, out);
 }
 
-rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
-                                rlx_layer_fn layer, rlx_graph **out) {
+rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t past_bucket,
+                                   rlx_decode_head head, rlx_graph **out) {
     if (past_bucket < 1)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: past bucket %d (need >= 1)", (int)past_bucket);
     if (head != RLX_DECODE_LOGITS && head != RLX_DECODE_ARGMAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: head %d does not exist", (int)head);
-    return build(m, batch, 1, past_bucket, false, head, layer, head == RLX_DECODE_ARGMAX ? "decode-argmax" : "decode",
+    return build(m, batch, 1, past_bucket, false, head, ops->layer, head == RLX_DECODE_ARGMAX ? "decode-argmax" : "decode",
                  out);
 }

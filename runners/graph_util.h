@@ -12,7 +12,7 @@
 #include "rlx/status.h"
 
 /* The state of one graph build. */
-typedef struct rlx_fwd {
+struct rlx_fwd {
     rlx_graph *g;               /* borrowed: the graph being built */
     const rlx_model *m;         /* borrowed */
     const rlx_model_config *c;  /* borrowed: &m->config */
@@ -20,10 +20,7 @@ typedef struct rlx_fwd {
     int32_t kv_cap;             /* capacity of the KV_CACHE views; 0: no cache */
     rlx_node rope_freqs;        /* the `rope_freqs.weight` node once made, else RLX_NO_NODE */
     rlx_status err;             /* owned: the first failure that the graph cannot record (a missing weight) */
-} rlx_fwd;
-
-/* One decoder layer: takes the residual stream [rows, n_embd], returns the next one. */
-typedef rlx_node (*rlx_layer_fn)(rlx_fwd *f, int32_t il, rlx_node x);
+};
 
 /* A WEIGHT node for model tensor `name` with its stored dtype and shape (GGUF ne reversed into
  * row-major dims). A missing tensor sets f->err and returns RLX_NO_NODE. */
@@ -53,11 +50,5 @@ int32_t rlx_fwd_window(const rlx_fwd *f, int32_t il);
 
 /* down(act(gate x) * up x) with the layer's ffn_gate / ffn_up / ffn_down */
 rlx_node rlx_fwd_gated_ffn(rlx_fwd *f, int32_t il, rlx_node h, rlx_node (*act)(rlx_graph *, rlx_node));
-
-/* Shared implementations of rlx_family_ops' two builders, given the family's layer. */
-rlx_status rlx_fwd_build_prefill(const rlx_model *m, int32_t batch, int32_t seq_bucket, rlx_prefill_kind kind,
-                                 rlx_layer_fn layer, rlx_graph **out);
-rlx_status rlx_fwd_build_decode(const rlx_model *m, int32_t batch, int32_t past_bucket, rlx_decode_head head,
-                                rlx_layer_fn layer, rlx_graph **out);
 
 #endif

@@ -123,7 +123,7 @@ static void check_family_graphs(const rlx_family_ops *ops, const rlx_model *m, c
     for (int k = 0; k < RLX_PREFILL_KIND_COUNT; k++) {
         rlx_graph *g = NULL;
         snprintf(what, sizeof what, "%s prefill-%s S=%d", e->name, rlx_prefill_kind_name(k), S);
-        if (!T_OK(ops->build_prefill_graph(m, 1, S, k, &g))) continue;
+        if (!T_OK(rlx_family_build_prefill(ops, m, 1, S, k, &g))) continue;
         bool cached = k == RLX_PREFILL_LAST || k == RLX_PREFILL_ALL;
         bool last = k == RLX_PREFILL_LAST || k == RLX_PREFILL_NAIVE_LAST;
         check_common(what, g, e, S, cached, last);
@@ -137,15 +137,15 @@ static void check_family_graphs(const rlx_family_ops *ops, const rlx_model *m, c
     }
     rlx_graph *g = NULL;
     snprintf(what, sizeof what, "%s decode P=%d", e->name, P);
-    if (T_OK(ops->build_decode_graph(m, 1, P, RLX_DECODE_LOGITS, &g))) {
+    if (T_OK(rlx_family_build_decode(ops, m, 1, P, RLX_DECODE_LOGITS, &g))) {
         check_common(what, g, e, 1, true, false);
         const rlx_node_info *kc = nth_op(g, RLX_OP_KV_CACHE, 0);
         T_CHECK(kc && kc->shape.dim[0] == P, "%s: KV view capacity, expected %d", what, P);
         printf("%s: %d nodes, structure checked\n", what, rlx_graph_n_nodes(g));
         rlx_graph_destroy(g);
     }
-    T_ERR(ops->build_prefill_graph(m, 2, S, RLX_PREFILL_LAST, &g), RLX_ERR_UNSUPPORTED, "batch 2");
-    T_ERR(ops->build_decode_graph(m, 4, P, RLX_DECODE_LOGITS, &g), RLX_ERR_UNSUPPORTED, "batch 4");
+    T_ERR(rlx_family_build_prefill(ops, m, 2, S, RLX_PREFILL_LAST, &g), RLX_ERR_UNSUPPORTED, "batch 2");
+    T_ERR(rlx_family_build_decode(ops, m, 4, P, RLX_DECODE_LOGITS, &g), RLX_ERR_UNSUPPORTED, "batch 4");
 }
 
 /* ---------------------------------------------------------------- stories260K (always) */
@@ -159,7 +159,7 @@ static const expect stories_expect = {
 
 static void check_rope_and_attention_attrs(const rlx_model *m) {
     rlx_graph *g = NULL;
-    if (!T_OK(rlx_family_llama_ops.build_decode_graph(m, 1, 8, RLX_DECODE_LOGITS, &g))) return;
+    if (!T_OK(rlx_family_build_decode(&rlx_family_llama_ops, m, 1, 8, RLX_DECODE_LOGITS, &g))) return;
     const rlx_node_info *r = nth_op(g, RLX_OP_ROPE, 0), *a = nth_op(g, RLX_OP_ATTENTION, 0);
     /* no llama.rope.freq_base key: llama.cpp's default base 10000; n_rot = rope.dimension_count 8 */
     T_CHECK(r->attrs.rope.n_rot == 8 && r->attrs.rope.freq_base == 10000.0f, "stories ROPE n_rot %d base %g",
@@ -506,7 +506,7 @@ static void check_fixture_family(const char *fam, const char *gguf, const rlx_fa
 
     /* per-layer attention attributes against the config */
     rlx_graph *g = NULL;
-    if (T_OK(ops->build_decode_graph(m, 1, 16, RLX_DECODE_LOGITS, &g))) {
+    if (T_OK(rlx_family_build_decode(ops, m, 1, 16, RLX_DECODE_LOGITS, &g))) {
         double scalar = is_gemma ? jnum(cfg, "query_pre_attn_scalar") : e.head_dim;
         json_t *types = json_object_get(cfg, "layer_types");
         for (int il = 0; il < L; il++) {
