@@ -40,6 +40,11 @@ typedef struct rlx_run_args {
     void *const *outputs;
 } rlx_run_args;
 
+/* The checks of rlx_run_args that every backend's run makes first, given what the program has: its
+ * static rows, inputs and outputs. RLX_ERR_INVALID_ARGUMENT names the first argument at fault. */
+rlx_status rlx_backend_check_run_args(const rlx_run_args *a, int64_t static_rows, int32_t n_inputs,
+                                      int32_t n_outputs);
+
 /* The most runs one run_chain call makes. */
 #define RLX_RUN_CHAIN_MAX 64
 

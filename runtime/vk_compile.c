@@ -870,18 +870,7 @@ static void print_profile(const rlx_program *p) {
 /* ---- run ---- */
 
 static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
-    if (!a) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: args is NULL");
-    if (a->n_tokens < 1 || a->n_tokens > p->static_rows)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_tokens %d is outside [1, %" PRId64 " rows of the graph]",
-                          a->n_tokens, p->static_rows);
-    if (a->n_past < 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: n_past %d is negative", a->n_past);
-    if (p->n_inputs > 0 && !a->inputs)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: the graph has %d inputs but inputs is NULL", p->n_inputs);
-    for (int32_t k = 0; k < p->n_inputs; k++)
-        if (!a->inputs[k]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: input %d is NULL", k);
-    if (!a->outputs) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: outputs is NULL");
-    for (int32_t o = 0; o < p->n_outputs; o++)
-        if (!a->outputs[o]) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: output %d is NULL", o);
+    RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
     for (size_t c = 0; c < p->n_checks; c++) {
         const vk_check *k = &p->checks[c];
         if (p->nodes[k->node].info.op == RLX_OP_KV_WRITE) {
