@@ -17,16 +17,6 @@
 #include "loader/quant/gguf_writer.h"
 #include "test_util.h"
 
-static char tmp_dir[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 256, "%s/%s", tmp_dir, name);
-    return p;
-}
-
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
 static uint8_t *read_all(const char *path, size_t *len) {
@@ -48,14 +38,14 @@ static void test_hand_checked_bytes(void) {
     if (!T_OK(rlx_gguf_writer_create(&w))) return;
     T_OK(rlx_gguf_writer_set_u32(w, "a", 7));
     T_OK(rlx_gguf_writer_add_tensor(w, "t", 0 /* F32 */, 1, (const uint64_t[]){2}));
-    const char *path = tmp_path("hand.gguf");
+    const char *path = t_tmp_path("hand.gguf");
     T_OK(rlx_gguf_writer_begin(w, path));
-    T_CHECK(exists(tmp_path("hand.gguf.tmp")) && !exists(path), "begin: expected only hand.gguf.tmp to exist");
+    T_CHECK(exists(t_tmp_path("hand.gguf.tmp")) && !exists(path), "begin: expected only hand.gguf.tmp to exist");
     float data[2] = {1.0f, -2.0f};
     T_OK(rlx_gguf_writer_write(w, data, sizeof data));
     T_OK(rlx_gguf_writer_finish(w));
     rlx_gguf_writer_destroy(w);
-    T_CHECK(exists(path) && !exists(tmp_path("hand.gguf.tmp")), "finish: expected hand.gguf and no .tmp");
+    T_CHECK(exists(path) && !exists(t_tmp_path("hand.gguf.tmp")), "finish: expected hand.gguf and no .tmp");
 
     /* gguf.md: header, kv "a" u32 7, tensor info "t" [2] F32 at offset 0, pad to 32, data, pad */
     static const uint8_t want[] = {
@@ -132,7 +122,7 @@ static void test_all_value_types(void) {
                                {.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_STRING, 1, NULL, s2}}};
     v = (rlx_gguf_value){.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_ARRAY, 2, NULL, inner}};
     T_OK(rlx_gguf_writer_set_value(w, "k.nested", &v));
-    const char *path = tmp_path("types.gguf");
+    const char *path = t_tmp_path("types.gguf");
     T_OK(rlx_gguf_writer_begin(w, path));
     T_OK(rlx_gguf_writer_finish(w));
     rlx_gguf_writer_destroy(w);
@@ -193,7 +183,7 @@ static void test_layout(void) {
     T_OK(rlx_gguf_writer_add_tensor(w, "q", 8 /* Q8_0 */, 2, (const uint64_t[]){32, 3}));
     T_CHECK(rlx_gguf_writer_data_bytes(w) == 20 + 102, "data bytes %llu, expected 122",
             (unsigned long long)rlx_gguf_writer_data_bytes(w));
-    const char *path = tmp_path("layout.gguf");
+    const char *path = t_tmp_path("layout.gguf");
     T_OK(rlx_gguf_writer_begin(w, path));
     uint8_t data[122];
     for (int i = 0; i < 122; i++) data[i] = (uint8_t)(i * 7 + 1);
@@ -237,8 +227,8 @@ static void test_errors(void) {
     T_ERR(rlx_gguf_writer_set_u32(w, "", 1), RLX_ERR_INVALID_ARGUMENT, "expected 1..65535");
     T_ERR(rlx_gguf_writer_set_arr(w, "k", RLX_GGUF_STRING, NULL, 0), RLX_ERR_INVALID_ARGUMENT, "fixed-size element type");
     T_OK(rlx_gguf_writer_set_u32(w, "general.alignment", 48));
-    T_ERR(rlx_gguf_writer_begin(w, tmp_path("bad_align.gguf")), RLX_ERR_INVALID_ARGUMENT, "power of two");
-    T_CHECK(!exists(tmp_path("bad_align.gguf.tmp")), "a refused begin created a file");
+    T_ERR(rlx_gguf_writer_begin(w, t_tmp_path("bad_align.gguf")), RLX_ERR_INVALID_ARGUMENT, "power of two");
+    T_CHECK(!exists(t_tmp_path("bad_align.gguf.tmp")), "a refused begin created a file");
     T_OK(rlx_gguf_writer_set_u32(w, "general.alignment", 32));
     T_ERR(rlx_gguf_writer_begin(w, "/nonexistent-dir/x.gguf"), RLX_ERR_IO, "/nonexistent-dir/x.gguf.tmp");
     rlx_gguf_writer_destroy(w);
@@ -246,7 +236,7 @@ static void test_errors(void) {
     /* begun, partly written, then given up: neither PATH nor PATH.tmp remains */
     if (!T_OK(rlx_gguf_writer_create(&w))) return;
     T_OK(rlx_gguf_writer_add_tensor(w, "x", 8, 2, ne));
-    const char *path = tmp_path("partial.gguf");
+    const char *path = t_tmp_path("partial.gguf");
     T_OK(rlx_gguf_writer_begin(w, path));
     T_ERR(rlx_gguf_writer_set_u32(w, "late", 1), RLX_ERR_INVALID_ARGUMENT, "after begin");
     T_ERR(rlx_gguf_writer_add_tensor(w, "late", 0, 1, ne), RLX_ERR_INVALID_ARGUMENT, "after begin");
@@ -255,21 +245,17 @@ static void test_errors(void) {
     T_OK(rlx_gguf_writer_write(w, block, sizeof block));
     T_ERR(rlx_gguf_writer_finish(w), RLX_ERR_INVALID_ARGUMENT, "has 34 of its 68 bytes");
     rlx_gguf_writer_destroy(w);
-    T_CHECK(!exists(path) && !exists(tmp_path("partial.gguf.tmp")), "an unfinished file left something behind");
+    T_CHECK(!exists(path) && !exists(t_tmp_path("partial.gguf.tmp")), "an unfinished file left something behind");
     printf("errors: duplicate/long/empty names, bad dims/types/keys/alignment, unwritable path, edits after begin, "
            "short data; nothing left behind\n");
 }
 
 int main(void) {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rlx_test_gguf_writer_%d", (int)getpid());
-    if (mkdir(tmp_dir, 0700) != 0) {
-        fprintf(stderr, "cannot create %s\n", tmp_dir);
-        return 1;
-    }
+    t_tmp_dir("rlx_test_gguf_writer");
     test_hand_checked_bytes();
     test_all_value_types();
     test_layout();
     test_errors();
-    rmdir(tmp_dir);
+    t_tmp_dir_remove();
     return t_summary("test_gguf_writer");
 }

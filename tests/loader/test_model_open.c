@@ -17,15 +17,7 @@
 #include "test_safetensors_builder.h"
 #include "test_util.h"
 
-static char tmp[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, 512, "%s/%s", tmp, name);
-    return b;
-}
+static const char *tmp; /* the test's directory (t_tmp_dir) */
 
 /* ---- GGUF: a 1-layer qwen3 with n_embd 32, n_ff 64, 2 heads / 1 KV head of 16, vocab 8 ---- */
 
@@ -87,7 +79,7 @@ static const char *write_gguf(const char *file, const char *change, const uint64
         gb_zeros(&b, (size_t)sizes[i]);
         gb_pad(&b, 32);
     }
-    const char *path = tmp_path(file);
+    const char *path = t_tmp_path(file);
     st_write_file(path, b.buf, b.len);
     gb_free(&b);
     return path;
@@ -132,8 +124,8 @@ static void gguf_cases(void) {
     tdesc bad_output = {"output.weight", 2, {32, 7}};
     expect_open_error("GGUF bad output", write_gguf("o.gguf", NULL, NULL, false, &bad_output), RLX_ERR_BAD_FILE,
                       "tensor 'output.weight': shape [32, 7], but the config implies [32, 8]");
-    expect_open_error("missing file", tmp_path("absent.gguf"), RLX_ERR_NOT_FOUND, "absent.gguf");
-    for (const char *f = "ok.gguf\0k.gguf\0v.gguf\0m.gguf\0o.gguf\0"; *f; f += strlen(f) + 1) unlink(tmp_path(f));
+    expect_open_error("missing file", t_tmp_path("absent.gguf"), RLX_ERR_NOT_FOUND, "absent.gguf");
+    for (const char *f = "ok.gguf\0k.gguf\0v.gguf\0m.gguf\0o.gguf\0"; *f; f += strlen(f) + 1) unlink(t_tmp_path(f));
 }
 
 /* ---- HF directories ---- */
@@ -152,7 +144,7 @@ static uint64_t hf_elements(const hf_tensor *t) {
 
 /* Writes config.json and model.safetensors (all F32; element i of tensor k = k * 1000 + i). */
 static void write_hf(const char *config, const hf_tensor *t, size_t n) {
-    st_write_file(tmp_path("config.json"), config, strlen(config));
+    st_write_file(t_tmp_path("config.json"), config, strlen(config));
     char header[16384];
     size_t used = (size_t)snprintf(header, sizeof header, "{");
     uint64_t off = 0;
@@ -179,19 +171,22 @@ static void write_hf(const char *config, const hf_tensor *t, size_t n) {
         }
         off += el * 4;
     }
-    st_write_file(tmp_path("model.safetensors"), im.bytes, im.size);
+    st_write_file(t_tmp_path("model.safetensors"), im.bytes, im.size);
     free(im.bytes);
 }
+
+/* Layer 0's input norm and attention projections on hidden 8 with 2 heads / 1 KV head of 4, as
+ * every HF model below has them ([out, in] shapes). */
+#define HF_ATTENTION_0                                                                                             \
+    {"model.layers.0.input_layernorm.weight", 1, {8}}, {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},      \
+        {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}}, {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}}, \
+        {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}}
 
 /* llama: hidden 8, 2 heads / 1 KV head of 4, FFN 16, vocab 4, 1 layer, tied. */
 static const hf_tensor llama_tensors[] = {
     {"model.embed_tokens.weight", 2, {4, 8}},
     {"model.norm.weight", 1, {8}},
-    {"model.layers.0.input_layernorm.weight", 1, {8}},
-    {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
-    {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
-    {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
-    {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
+    HF_ATTENTION_0,
     {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
     {"model.layers.0.mlp.gate_proj.weight", 2, {16, 8}},
     {"model.layers.0.mlp.up_proj.weight", 2, {16, 8}},
@@ -247,9 +242,9 @@ static void hf_llama_cases(void) {
     extra[N_LLAMA] = (hf_tensor){"model.layers.5.mlp.up_proj.weight", 2, {16, 8}};
     write_hf(LLAMA_CONFIG("8", "true"), extra, N_LLAMA + 1);
     expect_open_error("HF layer out of range", tmp, RLX_ERR_BAD_FILE, "layer 5 but the config has 1 layers");
-    unlink(tmp_path("model.safetensors"));
+    unlink(t_tmp_path("model.safetensors"));
     expect_open_error("HF no safetensors", tmp, RLX_ERR_NOT_FOUND, "neither model.safetensors.index.json");
-    unlink(tmp_path("config.json"));
+    unlink(t_tmp_path("config.json"));
     expect_open_error("HF no config.json", tmp, RLX_ERR_NOT_FOUND, "has no config.json");
 }
 
@@ -258,11 +253,7 @@ static void hf_gemma3_case(void) {
     const hf_tensor t[] = {
         {"model.embed_tokens.weight", 2, {4, 8}},
         {"model.norm.weight", 1, {8}},
-        {"model.layers.0.input_layernorm.weight", 1, {8}},
-        {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
-        {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
-        {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
-        {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
+        HF_ATTENTION_0,
         {"model.layers.0.self_attn.q_norm.weight", 1, {4}},
         {"model.layers.0.self_attn.k_norm.weight", 1, {4}},
         {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
@@ -298,8 +289,8 @@ static void hf_gemma3_case(void) {
         T_CHECK(q && ((const float *)q->data)[8] == 3008.0f, "gemma3 q is neither permuted nor shifted");
     }
     rlx_model_close(m);
-    unlink(tmp_path("config.json"));
-    unlink(tmp_path("model.safetensors"));
+    unlink(t_tmp_path("config.json"));
+    unlink(t_tmp_path("model.safetensors"));
     printf("  HF gemma3: all 7 norms (q/k norms included) stored as w + 1\n");
 }
 
@@ -317,11 +308,7 @@ static const hf_tensor moe_common[] = {
     {"model.embed_tokens.weight", 2, {4, 8}},
     {"lm_head.weight", 2, {4, 8}},
     {"model.norm.weight", 1, {8}},
-    {"model.layers.0.input_layernorm.weight", 1, {8}},
-    {"model.layers.0.self_attn.q_proj.weight", 2, {8, 8}},
-    {"model.layers.0.self_attn.k_proj.weight", 2, {4, 8}},
-    {"model.layers.0.self_attn.v_proj.weight", 2, {4, 8}},
-    {"model.layers.0.self_attn.o_proj.weight", 2, {8, 8}},
+    HF_ATTENTION_0,
     {"model.layers.0.self_attn.q_norm.weight", 1, {4}},
     {"model.layers.0.self_attn.k_norm.weight", 1, {4}},
     {"model.layers.0.post_attention_layernorm.weight", 1, {8}},
@@ -388,21 +375,17 @@ static void hf_moe_cases(void) {
     write_hf(MOE_CONFIG, t, N_MOE_COMMON + 3);
     expect_open_error("HF MoE missing expert", tmp, RLX_ERR_BAD_FILE,
                       "model.layers.0.mlp.experts.1.gate_proj.weight is missing");
-    unlink(tmp_path("config.json"));
-    unlink(tmp_path("model.safetensors"));
+    unlink(t_tmp_path("config.json"));
+    unlink(t_tmp_path("model.safetensors"));
     printf("  HF qwen3moe: per-expert tensors stacked, fused gate_up_proj split, missing experts reported\n");
 }
 
 int main(void) {
-    snprintf(tmp, sizeof tmp, "/tmp/rlx-model-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    tmp = t_tmp_dir("rlx-model");
     gguf_cases();
     hf_llama_cases();
     hf_gemma3_case();
     hf_moe_cases();
-    rmdir(tmp);
+    t_tmp_dir_remove();
     return t_summary("test_model_open");
 }

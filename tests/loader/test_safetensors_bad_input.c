@@ -12,15 +12,7 @@
 #include "test_safetensors_builder.h"
 #include "test_util.h"
 
-static char tmp[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, 512, "%s/%s", tmp, name);
-    return b;
-}
+static const char *tmp; /* the test's directory (t_tmp_dir) */
 
 /* Opens header + n_data bytes from memory; expects `code` with `needle` in the message. */
 static void expect_mem(const char *what, const char *header, size_t n_data, int code, const char *needle) {
@@ -124,10 +116,10 @@ static void truncation_cases(void) {
     free(im.bytes);
 }
 
-static void write_index(const char *json) { st_write_file(tmp_path("model.safetensors.index.json"), json, strlen(json)); }
+static void write_index(const char *json) { st_write_file(t_tmp_path("model.safetensors.index.json"), json, strlen(json)); }
 
 static void shard_cases(void) {
-    st_write_image(tmp_path("s1.safetensors"), "{\"a\":" F32_23 "}", 24);
+    st_write_image(t_tmp_path("s1.safetensors"), "{\"a\":" F32_23 "}", 24);
     rlx_safetensors *st = NULL;
 
     write_index("{\"weight_map\": {\"a\": \"s1.safetensors\", \"b\": \"s2.safetensors\"}}");
@@ -151,31 +143,27 @@ static void shard_cases(void) {
     write_index("{\"weight_map\": ");
     T_ERR(rlx_safetensors_open(tmp, &st), RLX_ERR_BAD_FILE, "invalid JSON at line 1");
 
-    st_write_image(tmp_path("bad.safetensors"), "{\"a\":{\"dtype\":\"F32\",\"shape\":[9],\"data_offsets\":[0,36]}}", 8);
+    st_write_image(t_tmp_path("bad.safetensors"), "{\"a\":{\"dtype\":\"F32\",\"shape\":[9],\"data_offsets\":[0,36]}}", 8);
     write_index("{\"weight_map\": {\"a\": \"bad.safetensors\"}}");
     T_ERR(rlx_safetensors_open(tmp, &st), RLX_ERR_BAD_FILE, "extends past the end");
     T_CHECK(st == NULL, "a failed open left *out set");
-    unlink(tmp_path("bad.safetensors"));
-    unlink(tmp_path("model.safetensors.index.json"));
-    unlink(tmp_path("s1.safetensors"));
+    unlink(t_tmp_path("bad.safetensors"));
+    unlink(t_tmp_path("model.safetensors.index.json"));
+    unlink(t_tmp_path("s1.safetensors"));
 }
 
 static void path_cases(void) {
     rlx_safetensors *st = NULL;
     T_ERR(rlx_safetensors_open(tmp, &st), RLX_ERR_NOT_FOUND, "neither model.safetensors.index.json nor model.safetensors");
-    T_ERR(rlx_safetensors_open(tmp_path("nope.safetensors"), &st), RLX_ERR_NOT_FOUND, "nope.safetensors");
-    st_write_file(tmp_path("empty.safetensors"), "", 0);
-    T_ERR(rlx_safetensors_open(tmp_path("empty.safetensors"), &st), RLX_ERR_BAD_FILE, "empty.safetensors");
-    unlink(tmp_path("empty.safetensors"));
+    T_ERR(rlx_safetensors_open(t_tmp_path("nope.safetensors"), &st), RLX_ERR_NOT_FOUND, "nope.safetensors");
+    st_write_file(t_tmp_path("empty.safetensors"), "", 0);
+    T_ERR(rlx_safetensors_open(t_tmp_path("empty.safetensors"), &st), RLX_ERR_BAD_FILE, "empty.safetensors");
+    unlink(t_tmp_path("empty.safetensors"));
     T_ERR(rlx_safetensors_open(NULL, &st), RLX_ERR_INVALID_ARGUMENT, "NULL");
 }
 
 int main(void) {
-    snprintf(tmp, sizeof tmp, "/tmp/rlx-st-bad-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    tmp = t_tmp_dir("rlx-st-bad");
     printf("error messages seen:\n");
     header_size_cases();
     json_cases();
@@ -183,6 +171,6 @@ int main(void) {
     truncation_cases();
     shard_cases();
     path_cases();
-    rmdir(tmp);
+    t_tmp_dir_remove();
     return t_summary("test_safetensors_bad_input");
 }

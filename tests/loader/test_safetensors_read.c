@@ -15,15 +15,7 @@
 #include "test_safetensors_builder.h"
 #include "test_util.h"
 
-static char tmp[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, 512, "%s/%s", tmp, name);
-    return b;
-}
+static const char *tmp; /* the test's directory (t_tmp_dir) */
 
 /* Header of the main test image. Data layout: a [0,24) F32 [2,3]; b [24,32) BF16 [4]; s [32,34)
  * F16 scalar; e [34,34) F32 [0] (empty); g [40,44) F32 [1] after a 6-byte gap. The trailing
@@ -84,33 +76,33 @@ static void memory_case(void) {
 }
 
 static void file_cases(void) {
-    st_write_image(tmp_path("model.safetensors"), main_header, 44);
+    st_write_image(t_tmp_path("model.safetensors"), main_header, 44);
     rlx_safetensors *st = NULL;
-    if (T_OK(rlx_safetensors_open(tmp_path("model.safetensors"), &st))) check_main(st, NULL);
+    if (T_OK(rlx_safetensors_open(t_tmp_path("model.safetensors"), &st))) check_main(st, NULL);
     rlx_safetensors_close(st);
     st = NULL;
     if (T_OK(rlx_safetensors_open(tmp, &st))) { /* a directory with model.safetensors */
         check_main(st, NULL);
-        T_CHECK(!strcmp(rlx_safetensors_shard_name(st, 0), tmp_path("model.safetensors")), "shard name '%s'",
+        T_CHECK(!strcmp(rlx_safetensors_shard_name(st, 0), t_tmp_path("model.safetensors")), "shard name '%s'",
                 rlx_safetensors_shard_name(st, 0));
     }
     rlx_safetensors_close(st);
-    unlink(tmp_path("model.safetensors"));
+    unlink(t_tmp_path("model.safetensors"));
     printf("  file and directory: same 5 tensors\n");
 }
 
 static void sharded_case(void) {
-    st_write_image(tmp_path("m-1.safetensors"),
+    st_write_image(t_tmp_path("m-1.safetensors"),
                    "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                    "\"unlisted\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
                    12);
-    st_write_image(tmp_path("m-2.safetensors"), "{\"y\":{\"dtype\":\"BF16\",\"shape\":[3,2],\"data_offsets\":[4,16]}}",
+    st_write_image(t_tmp_path("m-2.safetensors"), "{\"y\":{\"dtype\":\"BF16\",\"shape\":[3,2],\"data_offsets\":[4,16]}}",
                    16);
     const char *index = "{\"metadata\":{\"total_size\":20},\"weight_map\":{\"y\":\"m-2.safetensors\",\"x\":\"m-1.safetensors\"}}";
-    st_write_file(tmp_path("model.safetensors.index.json"), index, strlen(index));
+    st_write_file(t_tmp_path("model.safetensors.index.json"), index, strlen(index));
     for (int via_index = 0; via_index < 2; via_index++) {
         rlx_safetensors *st = NULL;
-        const char *path = via_index ? tmp_path("model.safetensors.index.json") : tmp;
+        const char *path = via_index ? t_tmp_path("model.safetensors.index.json") : tmp;
         if (!T_OK(rlx_safetensors_open(path, &st))) continue;
         T_CHECK(st->n_tensors == 2, "%zu tensors, expected the 2 the weight map lists", st->n_tensors);
         T_CHECK(st->n_shards == 2, "%zu shards, expected 2", st->n_shards);
@@ -125,21 +117,17 @@ static void sharded_case(void) {
         T_CHECK(rlx_safetensors_find(st, "unlisted") == NULL, "a tensor the index does not list was read");
         rlx_safetensors_close(st);
     }
-    unlink(tmp_path("model.safetensors.index.json"));
-    unlink(tmp_path("m-1.safetensors"));
-    unlink(tmp_path("m-2.safetensors"));
+    unlink(t_tmp_path("model.safetensors.index.json"));
+    unlink(t_tmp_path("m-1.safetensors"));
+    unlink(t_tmp_path("m-2.safetensors"));
     printf("  sharded: 2 tensors from 2 shards via the directory and via the index path\n");
 }
 
 int main(void) {
-    snprintf(tmp, sizeof tmp, "/tmp/rlx-st-read-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    tmp = t_tmp_dir("rlx-st-read");
     memory_case();
     file_cases();
     sharded_case();
-    rmdir(tmp);
+    t_tmp_dir_remove();
     return t_summary("test_safetensors_read");
 }

@@ -79,6 +79,31 @@ const char *t_fixture(const char *rel) { return join_path(t_fixtures_dir(), rel)
 
 const char *t_source_path(const char *rel) { return join_path(source_dir(), rel); }
 
+static char tmp_dir[512];
+
+const char *t_tmp_dir(const char *prefix) {
+    if (tmp_dir[0]) return tmp_dir;
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/%s-XXXXXX", prefix);
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    return tmp_dir;
+}
+
+const char *t_tmp_path(const char *name) {
+    if (!tmp_dir[0]) {
+        fprintf(stderr, "FAIL: t_tmp_path(%s) before t_tmp_dir\n", name);
+        exit(1);
+    }
+    return join_path(tmp_dir, name);
+}
+
+void t_tmp_dir_remove(void) {
+    if (tmp_dir[0]) rmdir(tmp_dir);
+    tmp_dir[0] = 0;
+}
+
 void t_require_fixture(const char *rel) {
     struct stat st;
     const char *path = t_fixture(rel);

@@ -40,6 +40,13 @@ void t_require_fixture(const char *rel);
 /* A path under the source tree (for tests/data and models/). */
 const char *t_source_path(const char *rel);
 
+/* A fresh directory /tmp/<prefix>-XXXXXX for the test's files, made once per program (exits 1
+ * when it cannot be made); t_tmp_path names a file in it (rotating buffer, as t_fixture). The test
+ * removes its files, then the directory with t_tmp_dir_remove. */
+const char *t_tmp_dir(const char *prefix);
+const char *t_tmp_path(const char *name);
+void t_tmp_dir_remove(void);
+
 json_t *t_load_json(const char *path); /* exits 1 with a message when it cannot be read */
 
 /* What a command run by t_run_cli did. */

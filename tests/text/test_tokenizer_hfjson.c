@@ -16,7 +16,7 @@
 #include "test_tokenizer_util.h"
 #include "test_util.h"
 
-static char dir[] = "/tmp/rlx_tok_hfjson_XXXXXX";
+static const char *dir; /* the test's directory (t_tmp_dir) */
 
 static const char *write_file(const char *name, const char *text) {
     static char path[4][512];
@@ -177,16 +177,13 @@ static void fallback_to_model(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    dir = t_tmp_dir("rlx_tok_hfjson");
     supported();
     unsupported();
     fallback_to_model();
     char p[600];
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     unlink(p);
-    rmdir(dir);
+    t_tmp_dir_remove();
     return t_summary("test_tokenizer_hfjson");
 }
