@@ -16,24 +16,23 @@
 
 #include "cpu_fallback/host_memory.h"
 #include "rlx/runner.h"
+#include "test_stories.h"
 #include "test_util.h"
 
-#define STORIES_LAYERS 5
-#define STORIES_KV_HEADS 4
-#define STORIES_HEAD_DIM 8
-
-static uint64_t kv_bytes(uint64_t n_ctx) {
-    return 2 * STORIES_LAYERS * n_ctx * STORIES_KV_HEADS * STORIES_HEAD_DIM * 4;
-}
-
-static void refused_by_runner(const char *model, int32_t n_ctx) {
+/* Every case runs the CPU backend on one thread. */
+static rlx_runner_opts cpu_opts(int32_t n_ctx) {
     rlx_runner_opts o = rlx_runner_opts_default();
     o.backend = "cpu";
     o.n_threads = 1;
     o.n_ctx = n_ctx;
+    return o;
+}
+
+static void refused_by_runner(const char *model, int32_t n_ctx) {
+    rlx_runner_opts o = cpu_opts(n_ctx);
     rlx_runner *r = NULL;
     char needed[64];
-    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", kv_bytes((uint64_t)n_ctx));
+    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", t_stories_kv_bytes((uint64_t)n_ctx));
     rlx_status s = rlx_runner_open(model, &o, &r);
     printf("n_ctx %d: expected a refusal '%s ... available'; got: %s\n", (int)n_ctx, needed,
            s ? rlx_status_message(s) : "(opened)");
@@ -41,24 +40,6 @@ static void refused_by_runner(const char *model, int32_t n_ctx) {
             (int)n_ctx);
     T_ERR(s, RLX_ERR_OUT_OF_MEMORY, needed);
     T_CHECK(r == NULL, "n_ctx %d: a refused open still set *out", (int)n_ctx);
-    rlx_runner_close(r);
-}
-
-static void fits(const char *model, int32_t n_ctx) {
-    rlx_runner_opts o = rlx_runner_opts_default();
-    o.backend = "cpu";
-    o.n_threads = 1;
-    o.n_ctx = n_ctx;
-    rlx_runner *r = NULL;
-    if (T_OK(rlx_runner_open(model, &o, &r))) {
-        int32_t ids[] = {1}, out[2], n_out = 0;
-        rlx_sample_opts greedy = rlx_sample_opts_greedy();
-        greedy.ignore_eos = true;
-        T_OK(rlx_runner_generate(r, ids, 1, 2, &greedy, NULL, NULL, out, &n_out));
-        printf("n_ctx %d (%" PRIu64 " KV bytes): opened and generated %d tokens\n", (int)n_ctx,
-               kv_bytes((uint64_t)n_ctx), (int)n_out);
-        T_CHECK(n_out == 2, "n_ctx %d: generated %d tokens, expected 2", (int)n_ctx, (int)n_out);
-    }
     rlx_runner_close(r);
 }
 
@@ -89,7 +70,8 @@ int main(int argc, char **argv) {
     /* the largest context an int32 holds needs 2.7 TB; 2^30 tokens 1.4 TB */
     refused_by_runner(model, INT32_MAX);
     refused_by_runner(model, 1 << 30);
-    fits(model, 2048);
+    rlx_runner_opts o = cpu_opts(2048);
+    t_stories_generates(model, &o);
     refused_by_cli(argv[1], model, "run", "2147483647");
     refused_by_cli(argv[1], model, "generate", "1073741824");
     return t_summary("test_resource_limits");

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_util.h"
 #include "loader/format/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -72,12 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         rlx_status_free(s);
         return 0;
     }
-    for (size_t i = 0; i < st->n_tensors; i++) {
-        const rlx_st_tensor *t = &st->tensors[i];
-        if (t->nbytes) sink ^= t->data[0] ^ t->data[t->nbytes - 1];
-        if (rlx_safetensors_find(st, t->name) != t) abort(); /* names are unique and sorted */
-        if (!rlx_safetensors_shard_name(st, t->shard)) abort();
-    }
+    fuzz_touch_safetensors(st, &sink);
+    for (size_t i = 0; i < st->n_tensors; i++)
+        if (!rlx_safetensors_shard_name(st, st->tensors[i].shard)) abort();
     rlx_safetensors_close(st);
     return 0;
 }

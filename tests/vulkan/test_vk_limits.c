@@ -21,19 +21,21 @@
 #include "rlx/runner.h"
 #include "runtime/vk_backend.h"
 #include "runtime/vk_memory.h"
+#include "test_stories.h"
 #include "test_util.h"
 #include "test_vk_util.h"
-
-#define STORIES_LAYERS 5
-#define STORIES_KV_HEADS 4
-#define STORIES_HEAD_DIM 8
 
 static const char *model;
 static char device[16];
 static uint64_t model_file_bytes, max_heap_bytes;
 
-static uint64_t kv_bytes(uint64_t n_ctx) {
-    return 2 * STORIES_LAYERS * n_ctx * STORIES_KV_HEADS * STORIES_HEAD_DIM * 4;
+/* Every case runs the Vulkan backend on the device under test. */
+static rlx_runner_opts vk_opts(int32_t n_ctx) {
+    rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = "vulkan";
+    o.device = device;
+    o.n_ctx = n_ctx;
+    return o;
 }
 
 /* "... needs N bytes ... has M bytes available ...": N and M, or false. */
@@ -50,7 +52,7 @@ static void check_numbers(const char *what, const char *msg, uint64_t n_ctx) {
     bool parsed = parse_refusal(msg, &needs, &avail);
     T_CHECK(parsed, "%s: no 'needs N bytes ... M bytes available' in: %s", what, msg);
     if (!parsed) return;
-    uint64_t kv = kv_bytes(n_ctx);
+    uint64_t kv = t_stories_kv_bytes(n_ctx);
     printf("%s: needs %" PRIu64 " (KV %" PRIu64 " + weights %" PRIu64 " <= file %" PRIu64 "), available %" PRIu64
            " (largest device-local heap %" PRIu64 ")\n",
            what, needs, kv, needs - kv, model_file_bytes, avail, max_heap_bytes);
@@ -61,10 +63,7 @@ static void check_numbers(const char *what, const char *msg, uint64_t n_ctx) {
 }
 
 static void refused_by_runner(int32_t n_ctx) {
-    rlx_runner_opts o = rlx_runner_opts_default();
-    o.backend = "vulkan";
-    o.device = device;
-    o.n_ctx = n_ctx;
+    rlx_runner_opts o = vk_opts(n_ctx);
     rlx_runner *r = NULL;
     rlx_status s = rlx_runner_open(model, &o, &r);
     char what[64];
@@ -74,24 +73,6 @@ static void refused_by_runner(int32_t n_ctx) {
     if (s) check_numbers(what, rlx_status_message(s), (uint64_t)n_ctx);
     T_CHECK(r == NULL, "%s: a refused open still set *out", what);
     rlx_status_free(s);
-    rlx_runner_close(r);
-}
-
-static void fits(int32_t n_ctx) {
-    rlx_runner_opts o = rlx_runner_opts_default();
-    o.backend = "vulkan";
-    o.device = device;
-    o.n_ctx = n_ctx;
-    rlx_runner *r = NULL;
-    if (T_OK(rlx_runner_open(model, &o, &r))) {
-        int32_t ids[] = {1}, out[2], n_out = 0;
-        rlx_sample_opts greedy = rlx_sample_opts_greedy();
-        greedy.ignore_eos = true;
-        T_OK(rlx_runner_generate(r, ids, 1, 2, &greedy, NULL, NULL, out, &n_out));
-        printf("runner n_ctx %d (%" PRIu64 " KV bytes): opened and generated %d tokens\n", (int)n_ctx,
-               kv_bytes((uint64_t)n_ctx), (int)n_out);
-        T_CHECK(n_out == 2, "n_ctx %d: generated %d tokens, expected 2", (int)n_ctx, (int)n_out);
-    }
     rlx_runner_close(r);
 }
 
@@ -151,7 +132,8 @@ int main(int argc, char **argv) {
     /* the largest context an int32 holds needs 2.7 TB of KV; 2^30 tokens 1.4 TB */
     refused_by_runner(INT32_MAX);
     refused_by_runner(1 << 30);
-    fits(2048);
+    rlx_runner_opts o = vk_opts(2048);
+    t_stories_generates(model, &o);
     heap_room();
     if (argc > 1) {
         refused_by_cli(argv[1], "generate", "2147483647");
