@@ -71,6 +71,14 @@ rlx_node rlx_fwd_merge_heads(rlx_fwd *f, rlx_node x, uint32_t n_head, uint32_t h
     return rlx_reshape(f->g, x, rlx_shape_make(2, dims));
 }
 
+void rlx_fwd_qkv(rlx_fwd *f, int32_t il, rlx_node h, rlx_node *q, rlx_node *k, rlx_node *v) {
+    const rlx_model_config *c = f->c;
+    rlx_graph *g = f->g;
+    *q = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_q")), c->n_head, c->head_dim);
+    *k = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_k")), c->n_head_kv, c->head_dim);
+    *v = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_v")), c->n_head_kv, c->head_dim_v);
+}
+
 rlx_node rlx_fwd_rope(rlx_fwd *f, rlx_node x, float base) {
     const rlx_model_config *c = f->c;
     rlx_rope_attrs a = {

@@ -34,6 +34,10 @@ bool rlx_fwd_has_layer_weight(const rlx_fwd *f, int32_t il, const char *stem);
 rlx_node rlx_fwd_heads(rlx_fwd *f, rlx_node x, uint32_t n_head, uint32_t head_dim);
 rlx_node rlx_fwd_merge_heads(rlx_fwd *f, rlx_node x, uint32_t n_head, uint32_t head_dim);
 
+/* q, k and v of layer il: h times attn_q / attn_k / attn_v, split into the config's heads
+ * (q [rows, H, Dh], k [rows, H_kv, Dh], v [rows, H_kv, Dv]). */
+void rlx_fwd_qkv(rlx_fwd *f, int32_t il, rlx_node h, rlx_node *q, rlx_node *k, rlx_node *v);
+
 /* RoPE of [rows, H, Dh] in the config's layout over cfg.n_rot dims with the given base; llama3's
  * `rope_freqs.weight` divides the frequencies when the config has it. */
 rlx_node rlx_fwd_rope(rlx_fwd *f, rlx_node x, float base);

@@ -9,9 +9,8 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
     rlx_node h = rlx_rms_norm(g, x, rlx_fwd_layer_weight(f, il, "attn_norm"), c->rms_eps);
-    rlx_node q = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_q")), c->n_head, c->head_dim);
-    rlx_node k = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_k")), c->n_head_kv, c->head_dim);
-    rlx_node v = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_v")), c->n_head_kv, c->head_dim_v);
+    rlx_node q, k, v;
+    rlx_fwd_qkv(f, il, h, &q, &k, &v);
     q = rlx_fwd_rope(f, q, c->rope_base);
     k = rlx_fwd_rope(f, k, c->rope_base);
     rlx_node a = rlx_fwd_attention(f, il, q, k, v, rlx_fwd_attn_scale(f), rlx_fwd_window(f, il));

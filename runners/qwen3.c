@@ -8,9 +8,8 @@ static rlx_node attention_block(rlx_fwd *f, int32_t il, rlx_node x) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
     rlx_node h = rlx_rms_norm(g, x, rlx_fwd_layer_weight(f, il, "attn_norm"), c->rms_eps);
-    rlx_node q = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_q")), c->n_head, c->head_dim);
-    rlx_node k = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_k")), c->n_head_kv, c->head_dim);
-    rlx_node v = rlx_fwd_heads(f, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "attn_v")), c->n_head_kv, c->head_dim_v);
+    rlx_node q, k, v;
+    rlx_fwd_qkv(f, il, h, &q, &k, &v);
     /* Qwen3Attention: q_norm / k_norm over head_dim, then rotary */
     q = rlx_rms_norm(g, q, rlx_fwd_layer_weight(f, il, "attn_q_norm"), c->rms_eps);
     k = rlx_rms_norm(g, k, rlx_fwd_layer_weight(f, il, "attn_k_norm"), c->rms_eps);
