@@ -578,7 +578,7 @@ static rlx_status int_arith(rlx_jinja_ctx *c, rlx_jinja_op op, int64_t x, int64_
             if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
         }
         break;
-    default: return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "bad arithmetic operator");
+    default: return rlx_jinja_fail(c, RLX_ERR_INTERNAL, "bad arithmetic operator");
     }
     if (overflow)
         return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "integer overflow in '%s' (64-bit integers)",
@@ -769,7 +769,7 @@ static rlx_status eval_inner(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jv *
         *out = rlx_jv_undefined(NULL);
         return NULL;
     default:
-        return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "internal: node kind %d is not an expression", (int)n->kind);
+        return rlx_jinja_fail(c, RLX_ERR_INTERNAL, "internal: node kind %d is not an expression", (int)n->kind);
     }
 }
 

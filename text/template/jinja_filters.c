@@ -579,7 +579,7 @@ bool rlx_jinja_filter_is_jinja(const char *name) {
 
 rlx_status rlx_jinja_filter_apply(rlx_jinja_ctx *c, int id, rlx_jv in, const rlx_jinja_args *args, rlx_jv *out) {
     if (id < 0 || (size_t)id >= N_FILTERS)
-        return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "internal: filter %d does not exist", id);
+        return rlx_jinja_fail(c, RLX_ERR_INTERNAL, "internal: filter %d does not exist", id);
     char what[48];
     snprintf(what, sizeof what, "filter '%s'", filters[id].name);
     RLX_TRY(rlx_jinja_check_args(c, what, args, filters[id].max_pos, filters[id].kw));
@@ -648,7 +648,7 @@ static rlx_status order_test(rlx_jinja_ctx *c, test_kind k, rlx_jv in, rlx_jv ot
 
 rlx_status rlx_jinja_test_apply(rlx_jinja_ctx *c, int id, rlx_jv in, const rlx_jinja_args *args, bool *out) {
     if (id < 0 || (size_t)id >= N_TESTS)
-        return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "internal: test %d does not exist", id);
+        return rlx_jinja_fail(c, RLX_ERR_INTERNAL, "internal: test %d does not exist", id);
     test_kind k = tests[id].kind;
     bool takes_arg = k == T_DIVISIBLEBY || k == T_EQ || k == T_NE || k == T_GE || k == T_GT || k == T_LE ||
                      k == T_LT || k == T_IN || k == T_SAMEAS;

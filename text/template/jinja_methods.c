@@ -520,6 +520,6 @@ rlx_status rlx_jinja_func_call(rlx_jinja_ctx *c, rlx_jinja_func f, const rlx_jin
     case RLX_JF_DICT: return fn_mapping(c, args, RLX_JV_DICT, out);
     case RLX_JF_RAISE_EXCEPTION: return fn_raise(c, args);
     case RLX_JF_STRFTIME_NOW: return fn_strftime(c, args, out);
-    default: return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "internal: unknown function %d", (int)f);
+    default: return rlx_jinja_fail(c, RLX_ERR_INTERNAL, "internal: unknown function %d", (int)f);
     }
 }
