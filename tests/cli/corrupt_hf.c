@@ -39,20 +39,7 @@ static const corrupt_expect F = EXPECT_FAIL, A = EXPECT_ANY, OK = EXPECT_OK;
 static uint8_t *read_file(const char *dir, const char *name, size_t *len) {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n + 1 : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n > 0 ? n : 0] = '\0';
-    *len = (size_t)(n > 0 ? n : 0);
-    return buf;
+    return t_read_file(path, len);
 }
 
 static void emit(hf_src *h, corrupt_case c, const char *name, const void *data, size_t size) {

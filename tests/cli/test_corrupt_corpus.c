@@ -405,22 +405,6 @@ void corrupt_check_dir(corrupt_runner *r, const corrupt_case *c, const corrupt_o
 
 /* ---- main ---- */
 
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)(n > 0 ? n : 0);
-    return buf;
-}
-
 static bool wanted(int argc, char **argv, const char *label) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -438,7 +422,7 @@ static void run_source(corrupt_runner *r, size_t i) {
         corrupt_hf_cases(r, r->label, path);
     } else {
         size_t size = 0;
-        uint8_t *data = read_all(path, &size);
+        uint8_t *data = t_read_file(path, &size);
         if (!data) t_fail(__FILE__, __LINE__, "cannot read %s", path);
         else corrupt_gguf_cases(r, r->label, data, size);
         free(data);

@@ -19,18 +19,6 @@
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
-static uint8_t *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    return buf;
-}
-
 /* ---- the hand-checked prefix ---- */
 
 static void test_hand_checked_bytes(void) {
@@ -63,7 +51,7 @@ static void test_hand_checked_bytes(void) {
         0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0, /* 1.0f, -2.0f little-endian */
     };
     size_t len = 0;
-    uint8_t *got = read_all(path, &len);
+    uint8_t *got = t_read_file(path, &len);
     T_CHECK(got && len == sizeof want + 24, "file is %zu bytes, expected %zu (+24 bytes of padding after the data)", len,
             sizeof want + 24);
     size_t first_diff = sizeof want;

@@ -103,23 +103,6 @@ static bool nonnull(const void *p, const char *what) {
     return p != NULL;
 }
 
-static unsigned char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    unsigned char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        buf = n > 0 ? malloc((size_t)n) : NULL;
-        if (buf && (fseek(f, 0, SEEK_SET) != 0 || fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-            free(buf);
-            buf = NULL;
-        }
-        *size = buf ? (size_t)n : 0;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* Writes bytes to a fresh temp file; returns its path in a static buffer, or NULL. */
 static const char *write_temp(const unsigned char *data, size_t n) {
     static char path[64];
@@ -160,7 +143,7 @@ static bool open_fails(const char *what, const char *path, rlx_code code) {
  * the tensors no longer match it. */
 static void check_bad_files(const char *path, const char *arch) {
     size_t n = 0;
-    unsigned char *buf = read_file(path, &n);
+    unsigned char *buf = t_read_file(path, &n);
     if (!nonnull(buf, path)) return;
     char key[64];
     snprintf(key, sizeof key, "%s.embedding_length", arch);

@@ -79,6 +79,22 @@ const char *t_fixture(const char *rel) { return join_path(t_fixtures_dir(), rel)
 
 const char *t_source_path(const char *rel) { return join_path(source_dir(), rel); }
 
+void *t_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = n >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
 static char tmp_dir[512];
 
 const char *t_tmp_dir(const char *prefix) {

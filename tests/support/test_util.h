@@ -47,6 +47,10 @@ const char *t_tmp_dir(const char *prefix);
 const char *t_tmp_path(const char *name);
 void t_tmp_dir_remove(void);
 
+/* The whole file at path (owned, with a NUL after its *len bytes), or NULL when it cannot be opened
+ * or read. */
+void *t_read_file(const char *path, size_t *len);
+
 json_t *t_load_json(const char *path); /* exits 1 with a message when it cannot be read */
 
 /* What a command run by t_run_cli did. */

@@ -58,22 +58,6 @@ static const tcase CASES[] = {
     {"models/gemma3/hf", "model-gemma3", false, "<bos>"}, /* template in tokenizer_config.json */
 };
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = 0, *len = (size_t)n;
-    return buf;
-}
-
 /* Compares and, on a mismatch, shows where the texts part. Returns the offset of the first
  * difference (or the common length when one is a prefix of the other). */
 static size_t first_difference(const char *a, size_t na, const char *b, size_t nb) {
@@ -87,7 +71,7 @@ static void check_one(const tcase *tc, bool gen) {
     char rel[256];
     snprintf(rel, sizeof rel, "tests/data/templates/expected/%s.%s.txt", tc->expected, kind);
     size_t want_len;
-    char *want = read_all(t_source_path(rel), &want_len);
+    char *want = t_read_file(t_source_path(rel), &want_len);
     T_CHECK(want != NULL, "cannot read %s", rel);
     rlx_chat_template *t = NULL;
     if (!want || !T_OK(rlx_chat_template_open(t_fixture(tc->source), &t))) {
