@@ -6,7 +6,7 @@
  * driver reports.
  *
  * Expected bytes: KV = 2 * n_layer * n_ctx * n_head_kv * head_dim * 4 (f32 K and V) with
- * stories260K's shape (5 layers, 4 KV heads, head_dim 8: tests/cli/test_resource_limits.c), plus the
+ * stories260K's shape (5 layers, 4 KV heads, head_dim 8: tests/support/test_stories.c), plus the
  * weights, which are fewer bytes than the file holds. Available bytes are at most the largest
  * device-local heap of the device (vkGetPhysicalDeviceMemoryProperties, via the capability
  * snapshot).

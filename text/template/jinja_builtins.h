@@ -3,8 +3,8 @@
  * text/template/jinja_methods.c. Semantics are jinja2's builtins (filters.py, tests.py, defaults.py),
  * Python's str and dict methods, and transformers' additions (tojson without HTML escaping,
  * raise_exception, strftime_now). */
-#ifndef RLX_LOADER_JINJA_BUILTINS_H
-#define RLX_LOADER_JINJA_BUILTINS_H
+#ifndef RLX_TEXT_JINJA_BUILTINS_H
+#define RLX_TEXT_JINJA_BUILTINS_H
 
 #include <stdbool.h>
 

@@ -9,8 +9,8 @@
  * Every render is bounded: evaluation steps (loop iterations, nodes, bytes scanned by string
  * functions), nesting depth (macro recursion, deep expressions), output bytes and arena bytes.
  * Passing a bound is an error naming it, never a hang or a crash. */
-#ifndef RLX_LOADER_JINJA_EVAL_H
-#define RLX_LOADER_JINJA_EVAL_H
+#ifndef RLX_TEXT_JINJA_EVAL_H
+#define RLX_TEXT_JINJA_EVAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -9,8 +9,8 @@
  *  - \r\n and \r become \n, and one trailing newline of the template is dropped
  *    (keep_trailing_newline=False).
  * Facts from jinja2's lexer.py (3.1). */
-#ifndef RLX_LOADER_JINJA_LEXER_H
-#define RLX_LOADER_JINJA_LEXER_H
+#ifndef RLX_TEXT_JINJA_LEXER_H
+#define RLX_TEXT_JINJA_LEXER_H
 
 #include <stddef.h>
 #include <stdint.h>

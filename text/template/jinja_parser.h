@@ -9,8 +9,8 @@
  * Statements: if/elif/else, for (with `if` filter, tuple targets and else), set (names, tuples,
  * namespace attributes, and the block form), macro, break, continue, raw. Filters and tests are
  * resolved here, so an unknown one fails at load time with its line and column. */
-#ifndef RLX_LOADER_JINJA_PARSER_H
-#define RLX_LOADER_JINJA_PARSER_H
+#ifndef RLX_TEXT_JINJA_PARSER_H
+#define RLX_TEXT_JINJA_PARSER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * Every value made while rendering lives in one arena that is freed when the render ends. Jinja
  * namespaces are mutable and can end up holding themselves; with an arena such cycles cost
  * nothing, and the arena's byte count is an exact memory bound for untrusted templates. */
-#ifndef RLX_LOADER_JINJA_VALUE_H
-#define RLX_LOADER_JINJA_VALUE_H
+#ifndef RLX_TEXT_JINJA_VALUE_H
+#define RLX_TEXT_JINJA_VALUE_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -6,8 +6,8 @@
  * tables every encode/decode uses. Encoding (tokenizer.c) splits the text on special tokens and
  * hands each text fragment to the model's algorithm (tokenizer_bpe.c, tokenizer_spm.c,
  * tokenizer_wpm.c). */
-#ifndef RLX_LOADER_TOKENIZER_H
-#define RLX_LOADER_TOKENIZER_H
+#ifndef RLX_TEXT_TOKENIZER_H
+#define RLX_TEXT_TOKENIZER_H
 
 #include <stdbool.h>
 #include <stddef.h>

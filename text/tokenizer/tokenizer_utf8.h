@@ -1,8 +1,8 @@
-/* UTF-8 helpers for the tokenizers: strict decoding (RFC 3629: no overlongs, no surrogates, nothing
- * past U+10FFFF), encoding, the replace-invalid-bytes policy, and detection of a sequence cut off
- * at the end of a buffer (for streaming). */
-#ifndef RLX_LOADER_TOKENIZER_UTF8_H
-#define RLX_LOADER_TOKENIZER_UTF8_H
+/* UTF-8 helpers of the text layer (tokenizers and the template lexer): strict decoding (RFC 3629:
+ * no overlongs, no surrogates, nothing past U+10FFFF), encoding, the replace-invalid-bytes policy,
+ * and detection of a sequence cut off at the end of a buffer (for streaming). */
+#ifndef RLX_TEXT_TOKENIZER_UTF8_H
+#define RLX_TEXT_TOKENIZER_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>
