@@ -453,10 +453,13 @@ static rlx_status emit_init(rlx_program *p) {
         if (w->n_parts > 1)
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "weight '%s' is read as an f32 operand but exceeds one binding",
                               w->name);
-        uint32_t spec[3] = {p->b->wg, w->type, 0};
+        uint32_t spec[3] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(dequant, W_TYPE)] = w->type,
+                            [RLX_VK_SPEC(dequant, F16_OUT)] = 0};
         uint32_t push[3] = {(uint32_t)w->rows, (uint32_t)w->ne[0], (uint32_t)w->row_bytes};
-        vk_range bind[2] = {vk_node_range(p, i), vk_const_range(p, n->const_offset, n->bytes)};
-        RLX_TRY(vk_emit(p, &p->init, i, RLX_VK_KERNEL_dequant, spec, bind, 2, 1u, 2u, push, sizeof push, w->rows));
+        vk_range bind[2] = {[RLX_VK_BIND(dequant, W)] = vk_node_range(p, i),
+                            [RLX_VK_BIND(dequant, OUT)] = vk_const_range(p, n->const_offset, n->bytes)};
+        RLX_TRY(vk_emit(p, &p->init, i, RLX_VK_KERNEL_dequant, spec, bind, 2, RLX_VK_BIT(dequant, W),
+                        RLX_VK_BIT(dequant, OUT), push, sizeof push, w->rows));
     }
     return NULL;
 }
@@ -467,8 +470,10 @@ static rlx_status emit_step(rlx_program *p) {
     const vk_node *in = &p->nodes[p->inputs[0]];
     uint32_t spec[1] = {1};
     uint32_t push[3] = {(uint32_t)(in->input_offset / 4), (uint32_t)(p->ring_offset / 4), RLX_RUN_CHAIN_MAX};
-    vk_range bind[2] = {vk_node_range(p, p->outputs[0]), {p->in_dev.buffer, p->in_dev.offset, p->in_size}};
-    return vk_emit(p, &p->step, p->outputs[0], RLX_VK_KERNEL_chain_step, spec, bind, 2, 1u, 2u, push, sizeof push, 1);
+    vk_range bind[2] = {[RLX_VK_BIND(chain_step, ARGMAX_ID)] = vk_node_range(p, p->outputs[0]),
+                        [RLX_VK_BIND(chain_step, INPUT)] = {p->in_dev.buffer, p->in_dev.offset, p->in_size}};
+    return vk_emit(p, &p->step, p->outputs[0], RLX_VK_KERNEL_chain_step, spec, bind, 2, RLX_VK_BIT(chain_step, ARGMAX_ID),
+                   RLX_VK_BIT(chain_step, INPUT), push, sizeof push, 1);
 }
 
 /* ---- descriptors and recording ---- */

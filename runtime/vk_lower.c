@@ -241,17 +241,19 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *ids = in(p, i, 1);
     matrix m = matrix_of(p, n->info.in[0]);
-    uint32_t spec[2] = {p->b->wg, m.type};
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(embed, W_TYPE)] = m.type};
     uint64_t rows = (uint64_t)ids->numel, d = (uint64_t)n->info.shape.dim[1];
     for (uint32_t k = 0; k < m.n_parts; k++) {
         vk_range bind[3];
         uint64_t row0, part_rows;
-        matrix_part(&m, k, &bind[0], &row0, &part_rows);
-        bind[1] = vk_node_range(p, n->info.in[1]);
-        bind[2] = vk_node_range(p, i);
+        matrix_part(&m, k, &bind[RLX_VK_BIND(embed, TABLE)], &row0, &part_rows);
+        bind[RLX_VK_BIND(embed, IDS)] = vk_node_range(p, n->info.in[1]);
+        bind[RLX_VK_BIND(embed, OUT)] = vk_node_range(p, i);
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)d, (uint32_t)m.row_bytes, (uint32_t)row0, (uint32_t)part_rows,
                             (uint32_t)m.rows, (uint32_t)i, n->tok ? 1u : 0u};
-        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_embed, spec, bind, 3, 3u, 4u, push, sizeof push, rows));
+        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_embed, spec, bind, 3,
+                        RLX_VK_BIT(embed, TABLE) | RLX_VK_BIT(embed, IDS), RLX_VK_BIT(embed, OUT), push, sizeof push,
+                        rows));
     }
     return NULL;
 }
@@ -379,6 +381,15 @@ static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
+/* matmul_tiled.comp takes the bindings and the spec constants it has where matmul_coop.comp has them. */
+_Static_assert(RLX_VK_BIND(matmul_tiled, X) == RLX_VK_BIND(matmul_coop, X) &&
+                   RLX_VK_BIND(matmul_tiled, W) == RLX_VK_BIND(matmul_coop, W) &&
+                   RLX_VK_BIND(matmul_tiled, OUT) == RLX_VK_BIND(matmul_coop, OUT) &&
+                   RLX_VK_BIND(matmul_tiled, AUX) == RLX_VK_BIND(matmul_coop, AUX) &&
+                   RLX_VK_SPEC(matmul_tiled, W_TYPE) == RLX_VK_SPEC(matmul_coop, W_TYPE) &&
+                   RLX_VK_SPEC(matmul_tiled, EPI) == RLX_VK_SPEC(matmul_coop, EPI),
+               "shaders/kernels.def: matmul_tiled and matmul_coop bindings differ");
+
 /* Many rows (prefill): on cooperative matrices where the device has them (shaders/matmul_coop.comp,
  * TM x 64 output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
 static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
@@ -398,20 +409,21 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[4];
         uint64_t row0, part_rows;
-        bind[0] = xr;
-        matrix_part(&m, part, &bind[1], &row0, &part_rows);
-        bind[2] = vk_node_range(p, out_node);
-        bind[3] = auxr;
+        bind[RLX_VK_BIND(matmul_coop, X)] = xr;
+        matrix_part(&m, part, &bind[RLX_VK_BIND(matmul_coop, W)], &row0, &part_rows);
+        bind[RLX_VK_BIND(matmul_coop, OUT)] = vk_node_range(p, out_node);
+        bind[RLX_VK_BIND(matmul_coop, AUX)] = auxr;
         uint32_t type = m.type, row_bytes = (uint32_t)m.row_bytes;
         if (f16_rows) { /* the part decoded into the node's scratch, then read as F16 rows */
             vk_range f16 = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
                             part_rows * k * 2};
-            vk_range dbind[2] = {bind[1], f16};
-            uint32_t dspec[3] = {p->b->wg, m.type, 1};
+            vk_range dbind[2] = {bind[RLX_VK_BIND(matmul_coop, W)], f16};
+            uint32_t dspec[3] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(dequant, W_TYPE)] = m.type,
+                                 [RLX_VK_SPEC(dequant, F16_OUT)] = 1};
             uint32_t dpush[4] = {(uint32_t)part_rows, (uint32_t)k, row_bytes, (uint32_t)mm};
-            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_dequant, dspec, dbind, 2, 1u, 2u, dpush, sizeof dpush,
-                            part_rows));
-            bind[1] = f16;
+            RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_dequant, dspec, dbind, 2, RLX_VK_BIT(dequant, W),
+                            RLX_VK_BIT(dequant, OUT), dpush, sizeof dpush, part_rows));
+            bind[RLX_VK_BIND(matmul_coop, W)] = f16;
             type = RLX_DTYPE_F16;
             row_bytes = (uint32_t)(k * 2);
         }
@@ -419,8 +431,16 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
                             row_bytes, tok_rows(n)};
         uint32_t prec = coop_prec(coop, type);
         coop_plan c = coop != COOP_OFF ? coop_plan_make(p, part_rows, rows, prec) : (coop_plan){64, 64, 1};
-        uint32_t spec[7] = {coop != COOP_OFF ? 4 * c.tm : 256, type, epi, prec, c.tm, c.bk, c.depth};
-        RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, aux != RLX_NO_NODE ? 11u : 3u, 4u, push,
+        uint32_t spec[7] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
+                            [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
+                            [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
+                            [RLX_VK_SPEC(matmul_coop, PREC)] = prec,
+                            [RLX_VK_SPEC(matmul_coop, TM)] = c.tm,
+                            [RLX_VK_SPEC(matmul_coop, BK)] = c.bk,
+                            [RLX_VK_SPEC(matmul_coop, DEPTH)] = c.depth};
+        uint32_t reads = RLX_VK_BIT(matmul_coop, X) | RLX_VK_BIT(matmul_coop, W) |
+                         (aux != RLX_NO_NODE ? RLX_VK_BIT(matmul_coop, AUX) : 0u);
+        RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, reads, RLX_VK_BIT(matmul_coop, OUT), push,
                         sizeof push, ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm)));
     }
     return NULL;
@@ -553,8 +573,16 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
         !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : rlx_vk_tuned_pow2(tu->matvec_min_groups, 1, 65536, MATVEC_MIN_GROUPS);
     while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
     while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
-    *out = (matvec_plan){{(uint32_t)(groups_per_wg * t), type, nx, epi, (uint32_t)(gate ? 2 * r : r), (uint32_t)t,
-                          norm, gate, 0, vk_plain_type(type) ? unroll : 2},
+    *out = (matvec_plan){{[RLX_VK_SPEC_WG] = (uint32_t)(groups_per_wg * t),
+                          [RLX_VK_SPEC(matvec, W_TYPE)] = type,
+                          [RLX_VK_SPEC(matvec, NX)] = nx,
+                          [RLX_VK_SPEC(matvec, EPI)] = epi,
+                          [RLX_VK_SPEC(matvec, R)] = (uint32_t)(gate ? 2 * r : r),
+                          [RLX_VK_SPEC(matvec, T)] = (uint32_t)t,
+                          [RLX_VK_SPEC(matvec, NORM)] = norm,
+                          [RLX_VK_SPEC(matvec, GATE)] = gate,
+                          [RLX_VK_SPEC(matvec, POST)] = 0,
+                          [RLX_VK_SPEC(matvec, UNR)] = vk_plain_type(type) ? unroll : 2},
                          ceil_div(m_rows, groups_per_wg * r) * x_groups};
     return true;
 }
@@ -629,6 +657,13 @@ static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
  * (0.6B Q4_K_M 858 -> 825), 8B F16's q/k/v (157.1), o and down (156.1) or output projection (156.4). */
 #define MATVEC_STREAM_MIN_K 4096
 
+/* matmul.comp is matvec.comp's fallback with the same x, weight, output and aux bindings, so one
+ * read mask serves both. */
+_Static_assert(RLX_VK_BIND(matmul, X) == RLX_VK_BIND(matvec, X) && RLX_VK_BIND(matmul, W) == RLX_VK_BIND(matvec, W) &&
+                   RLX_VK_BIND(matmul, OUT) == RLX_VK_BIND(matvec, OUT) &&
+                   RLX_VK_BIND(matmul, AUX) == RLX_VK_BIND(matvec, AUX),
+               "shaders/kernels.def: matmul and matvec bindings differ");
+
 static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
     return gate && vk_plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
@@ -637,11 +672,11 @@ static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
  * bindings 9 and 10, their rows' 16-byte words in the scalars. */
 static void warm_caches(rlx_program *p, rlx_node a, uint32_t *spec, vk_range *bind, uint32_t *push, uint32_t *reads) {
     const vk_node *kc = in(p, node(p, a)->info.in[1], 0);
-    spec[10] = 1;
-    bind[9] = vk_node_range(p, node(p, a)->info.in[1]);
-    bind[10] = vk_node_range(p, node(p, a)->info.in[2]);
+    spec[RLX_VK_SPEC(matvec, WARM)] = 1;
+    bind[RLX_VK_BIND(matvec, WARM_K)] = vk_node_range(p, node(p, a)->info.in[1]);
+    bind[RLX_VK_BIND(matvec, WARM_V)] = vk_node_range(p, node(p, a)->info.in[2]);
     push[10] = (uint32_t)(kc->numel / kc->info.shape.dim[0] / 4);
-    *reads |= 0x600u;
+    *reads |= RLX_VK_BIT(matvec, WARM_K) | RLX_VK_BIT(matvec, WARM_V);
 }
 
 /* out = epilogue(x @ w^T) of matmul node mm, written to out_node's storage; aux feeds EPI_ADD /
@@ -653,37 +688,45 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p), mv_nx = matvec_nx(p, rows, nx);
-    uint32_t spec[5] = {p->b->wg_row, m.type, nx, epi, per_group};
+    uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
+                        [RLX_VK_SPEC(matmul, W_TYPE)] = m.type,
+                        [RLX_VK_SPEC(matmul, NX)] = nx,
+                        [RLX_VK_SPEC(matmul, EPI)] = epi,
+                        [RLX_VK_SPEC(matmul, R)] = per_group};
     matmul_x x_in;
     vk_range auxr = vk_node_range(p, out_node);
     RLX_TRY(matmul_x_of(p, mm, &x_in));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
     rlx_node gate = gate_of(p, out_node), post = n->post;
     uint32_t post_kind = post == RLX_NO_NODE ? 0 : node(p, post)->info.op == RLX_OP_RMS_NORM ? 1 : 2;
-    uint32_t reads = (aux != RLX_NO_NODE ? 11u : 3u) | (x_in.norm ? 16u : 0u) | (gate != RLX_NO_NODE ? 32u : 0u) |
-                     (post_kind == 1 ? 0x180u : post_kind == 2 ? 0x100u : 0u);
+    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | (aux != RLX_NO_NODE ? RLX_VK_BIT(matvec, AUX) : 0u) |
+                     (x_in.norm ? RLX_VK_BIT(matvec, NORM_W) : 0u) | (gate != RLX_NO_NODE ? RLX_VK_BIT(matvec, GATE_W) : 0u) |
+                     (post_kind == 1 ? RLX_VK_BIT(matvec, POST_W) : 0u) | (post_kind ? RLX_VK_BIT(matvec, SYNC) : 0u);
+    uint32_t writes = RLX_VK_BIT(matvec, OUT) |
+                      (post != RLX_NO_NODE ? RLX_VK_BIT(matvec, POST_OUT) | RLX_VK_BIT(matvec, SYNC) : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[11];
         uint64_t row0, part_rows;
-        bind[0] = x_in.rows;
-        matrix_part(&m, part, &bind[1], &row0, &part_rows);
-        bind[2] = vk_node_range(p, out_node);
-        bind[3] = auxr;
-        bind[4] = x_in.norm_w;
-        bind[5] = bind[1];
+        bind[RLX_VK_BIND(matvec, X)] = x_in.rows;
+        matrix_part(&m, part, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
+        bind[RLX_VK_BIND(matvec, OUT)] = vk_node_range(p, out_node);
+        bind[RLX_VK_BIND(matvec, AUX)] = auxr;
+        bind[RLX_VK_BIND(matvec, NORM_W)] = x_in.norm_w;
+        bind[RLX_VK_BIND(matvec, GATE_W)] = bind[RLX_VK_BIND(matvec, W)];
         if (gate != RLX_NO_NODE) { /* one part: fuse_gate_up */
             matrix mg = matrix_of(p, in1(p, gate));
             uint64_t g_row0, g_rows;
-            matrix_part(&mg, 0, &bind[5], &g_row0, &g_rows);
+            matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &g_row0, &g_rows);
         }
         /* without POST its bindings are the output's (written anyway: no hazard of their own) */
-        bind[6] = bind[8] = bind[2];
-        bind[7] = bind[9] = bind[10] = bind[0];
+        bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = bind[RLX_VK_BIND(matvec, OUT)];
+        bind[RLX_VK_BIND(matvec, POST_W)] = bind[RLX_VK_BIND(matvec, WARM_K)] = bind[RLX_VK_BIND(matvec, WARM_V)] =
+            bind[RLX_VK_BIND(matvec, X)];
         float post_eps = 0.0f;
         if (post != RLX_NO_NODE) { /* one part, one row: fuse_norm_into_producer, fuse_argmax_into_producer */
-            bind[6] = vk_node_range(p, post);
-            if (post_kind == 1) RLX_TRY(vk_f32_range(p, in1(p, post), &bind[7]));
-            bind[8] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
+            bind[RLX_VK_BIND(matvec, POST_OUT)] = vk_node_range(p, post);
+            if (post_kind == 1) RLX_TRY(vk_f32_range(p, in1(p, post), &bind[RLX_VK_BIND(matvec, POST_W)]));
+            bind[RLX_VK_BIND(matvec, SYNC)] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
         uint32_t push[11] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
@@ -691,13 +734,13 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         matvec_plan mv;
         if (vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi, x_in.norm != 0,
                                 gate != RLX_NO_NODE, &mv)) {
-            mv.spec[6] = x_in.norm;
-            mv.spec[8] = post_kind;
+            mv.spec[RLX_VK_SPEC(matvec, NORM)] = x_in.norm;
+            mv.spec[RLX_VK_SPEC(matvec, POST)] = post_kind;
             push[9] = (uint32_t)mv.groups;
             if (n->warm != RLX_NO_NODE) warm_caches(p, n->warm, mv.spec, bind, push, &reads);
             rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, post != RLX_NO_NODE ? 0x144u : 4u,
-                            push, sizeof push, mv.groups));
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, writes, push, sizeof push,
+                            mv.groups));
             if (part + 1 == m.n_parts) RLX_TRY(vk_emit_warm_next(p, out_node, mm));
             continue;
         }
@@ -705,8 +748,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a norm or argmax fused into its matvec without a matvec plan",
                               out_node);
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
-        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, 4u, push, 7 * sizeof *push,
-                        groups));
+        RLX_TRY(vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul, spec, bind, 4, reads, RLX_VK_BIT(matmul, OUT), push,
+                        7 * sizeof *push, groups));
     }
     return NULL;
 }
@@ -757,22 +800,22 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
     const vk_node *n = node(p, j.norm);
     uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
     vk_range bind[6];
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
-    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[1]));
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(rms_norm, X)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(rms_norm, W)]));
     kv_target kv;
-    RLX_TRY(kv_target_of(p, j.at, j.kw, bind[0], &kv));
-    bind[2] = kv.out;
-    bind[3] = bind[2];
-    bind[4] = kv.vsrc;
-    bind[5] = kv.vcache;
-    if (j.res != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, j.res, &bind[4]));
+    RLX_TRY(kv_target_of(p, j.at, j.kw, bind[RLX_VK_BIND(rms_norm, X)], &kv));
+    bind[RLX_VK_BIND(rms_norm, OUT)] = kv.out;
+    bind[RLX_VK_BIND(rms_norm, TURNS)] = kv.out;
+    bind[RLX_VK_BIND(rms_norm, V_SRC)] = kv.vsrc;
+    bind[RLX_VK_BIND(rms_norm, V_CACHE)] = kv.vcache;
+    if (j.res != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, j.res, &bind[RLX_VK_BIND(rms_norm, V_SRC)]));
     uint32_t mode = 0, heads = 1, n_rot = 0, tok = tok_rows(node(p, j.at));
     if (j.rope != RLX_NO_NODE) {
         const vk_node *r = node(p, j.rope);
         mode = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
         heads = (uint32_t)r->info.shape.dim[1];
         n_rot = (uint32_t)r->info.attrs.rope.n_rot;
-        bind[3] = vk_const_range(p, r->const_offset, (VkDeviceSize)n_rot / 2 * 8);
+        bind[RLX_VK_BIND(rms_norm, TURNS)] = vk_const_range(p, r->const_offset, (VkDeviceSize)n_rot / 2 * 8);
         tok = tok_rows(r);
     }
     if (kv.kv) tok = heads; /* a KV_WRITE takes the first n_tokens token rows */
@@ -780,13 +823,21 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
     bool team = slots <= 4 * sg && p->b->wg >= sg;
     uint32_t wg = !team && slots > (uint64_t)NORM_MAX_SLOTS * p->b->wg ? p->b->wg_row : p->b->wg;
     uint64_t per = team ? wg / sg : 1, ns = ceil_div(slots, team ? sg : wg);
-    uint32_t spec[7] = {wg,   mode, team, (uint32_t)per, (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS),
-                        kv.kv, j.res != RLX_NO_NODE};
+    uint32_t spec[7] = {[RLX_VK_SPEC_WG] = wg,
+                        [RLX_VK_SPEC(rms_norm, ROPE)] = mode,
+                        [RLX_VK_SPEC(rms_norm, TEAM)] = team,
+                        [RLX_VK_SPEC(rms_norm, R)] = (uint32_t)per,
+                        [RLX_VK_SPEC(rms_norm, NS)] = (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS),
+                        [RLX_VK_SPEC(rms_norm, KV)] = kv.kv,
+                        [RLX_VK_SPEC(rms_norm, RES)] = j.res != RLX_NO_NODE};
     uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(j.scale), tok, heads,
                         n_rot, kv.dv};
-    uint32_t reads = 3u | (j.rope != RLX_NO_NODE ? 8u : 0u) | (kv.kv == 2 || j.res != RLX_NO_NODE ? 16u : 0u);
-    return vk_emit(p, &p->run, j.at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, kv.kv == 2 ? 36u : 4u, push,
-                   sizeof push, ceil_div(rows, per));
+    uint32_t reads = RLX_VK_BIT(rms_norm, X) | RLX_VK_BIT(rms_norm, W) |
+                     (j.rope != RLX_NO_NODE ? RLX_VK_BIT(rms_norm, TURNS) : 0u) |
+                     (kv.kv == 2 || j.res != RLX_NO_NODE ? RLX_VK_BIT(rms_norm, V_SRC) : 0u);
+    uint32_t writes = RLX_VK_BIT(rms_norm, OUT) | (kv.kv == 2 ? RLX_VK_BIT(rms_norm, V_CACHE) : 0u);
+    return vk_emit(p, &p->run, j.at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, writes, push, sizeof push,
+                   ceil_div(rows, per));
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
@@ -803,18 +854,22 @@ static rlx_status emit_rope(rlx_program *p, rlx_node at, rlx_node rope, rlx_node
     uint64_t dh = (uint64_t)n->info.shape.dim[2], half = (uint64_t)r->n_rot / 2;
     uint64_t per_head = half + (dh - (uint64_t)r->n_rot + 1) / 2;
     vk_range bind[5];
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
-    bind[1] = vk_const_range(p, n->const_offset, half * 8);
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(rope, X)]));
+    bind[RLX_VK_BIND(rope, TURNS)] = vk_const_range(p, n->const_offset, half * 8);
     kv_target kv;
-    RLX_TRY(kv_target_of(p, at, kw, bind[0], &kv));
-    bind[2] = kv.out;
-    bind[3] = kv.vsrc;
-    bind[4] = kv.vcache;
-    uint32_t spec[3] = {p->b->wg, r->layout == RLX_ROPE_LAYOUT_NEOX, kv.kv};
+    RLX_TRY(kv_target_of(p, at, kw, bind[RLX_VK_BIND(rope, X)], &kv));
+    bind[RLX_VK_BIND(rope, OUT)] = kv.out;
+    bind[RLX_VK_BIND(rope, V_SRC)] = kv.vsrc;
+    bind[RLX_VK_BIND(rope, V_CACHE)] = kv.vcache;
+    uint32_t spec[3] = {[RLX_VK_SPEC_WG] = p->b->wg,
+                        [RLX_VK_SPEC(rope, NEOX)] = r->layout == RLX_ROPE_LAYOUT_NEOX,
+                        [RLX_VK_SPEC(rope, KV)] = kv.kv};
     uint32_t push[6] = {(uint32_t)rows, (uint32_t)heads, (uint32_t)dh, (uint32_t)r->n_rot,
                         n->tok || kv.kv ? 1u : 0u, kv.dv};
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rope, spec, bind, 5, kv.kv == 2 ? 11u : 3u, kv.kv == 2 ? 20u : 4u,
-                   push, sizeof push, ceil_div(rows * heads * per_head, p->b->wg));
+    uint32_t reads = RLX_VK_BIT(rope, X) | RLX_VK_BIT(rope, TURNS) | (kv.kv == 2 ? RLX_VK_BIT(rope, V_SRC) : 0u);
+    uint32_t writes = RLX_VK_BIT(rope, OUT) | (kv.kv == 2 ? RLX_VK_BIT(rope, V_CACHE) : 0u);
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rope, spec, bind, 5, reads, writes, push, sizeof push,
+                   ceil_div(rows * heads * per_head, p->b->wg));
 }
 
 static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
@@ -840,8 +895,8 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     bind[1] = vk_node_range(p, i);
     uint32_t spec[1] = {p->b->wg};
     uint32_t push[2] = {(uint32_t)row, (uint32_t)rows};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_kv_write, spec, bind, 2, 1u, 2u, push, sizeof push,
-                   stride_groups(rows * row, p->b->wg));
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_kv_write, spec, bind, 2, RLX_VK_BIT(kv_write, X),
+                   RLX_VK_BIT(kv_write, CACHE), push, sizeof push, stride_groups(rows * row, p->b->wg));
 }
 
 /* Query heads per attention workgroup: the largest divisor of H / H_kv up to a default (or up to
@@ -890,10 +945,15 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, prefill_pla
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     vk_range bind[4];
-    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
-    bind[3] = vk_node_range(p, i);
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention_prefill, Q)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention_prefill, K)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention_prefill, V)]));
+    bind[RLX_VK_BIND(attention_prefill, OUT)] = vk_node_range(p, i);
     bool vec = q->info.shape.dim[2] % 4 == 0 && n->info.shape.dim[2] % 4 == 0;
-    uint32_t spec[4] = {256, plan.d, vec, plan.bkv}; /* VEC: rows of 4-float multiples, read as vec4 */
+    uint32_t spec[4] = {[RLX_VK_SPEC_WG] = 256,
+                        [RLX_VK_SPEC(attention_prefill, D)] = plan.d,
+                        [RLX_VK_SPEC(attention_prefill, VEC)] = vec, /* rows of 4-float multiples, read as vec4 */
+                        [RLX_VK_SPEC(attention_prefill, BKV)] = plan.bkv};
     uint32_t push[9] = {(uint32_t)rows,
                         (uint32_t)heads,
                         (uint32_t)k->info.shape.dim[1],
@@ -903,8 +963,9 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, prefill_pla
                         (uint32_t)n->info.attrs.window,
                         f32_bits(n->info.attrs.scale),
                         n->tok ? 1u : 0u};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, 7u, 8u, push, sizeof push,
-                   ceil_div(rows, attention_prefill_rows(plan.d)) * heads);
+    uint32_t reads = RLX_VK_BIT(attention_prefill, Q) | RLX_VK_BIT(attention_prefill, K) | RLX_VK_BIT(attention_prefill, V);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, reads,
+                   RLX_VK_BIT(attention_prefill, OUT), push, sizeof push, ceil_div(rows, attention_prefill_rows(plan.d)) * heads);
 }
 
 /* The q/k side of a fused decode attention: its raw rows, the norm's weights (raw rows when none)
@@ -926,12 +987,23 @@ static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range
 /* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, blocks
  * of 8 keys, 4 head dims per lane: heads of 128 on subgroups of 32), else attention_step.comp. */
 static rlx_vk_kernel attention_step_kernel(const uint32_t *spec) {
-    bool fixed = spec[1] == 1 && spec[3] == 8 && spec[4] == 4 && spec[5] == 4;
+    bool fixed = spec[RLX_VK_SPEC(attention_step, GW)] == 1 && spec[RLX_VK_SPEC(attention_step, KB)] == 8 &&
+                 spec[RLX_VK_SPEC(attention_step, EPL)] == 4 && spec[RLX_VK_SPEC(attention_step, EPV)] == 4;
     return fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step;
 }
 
+/* attention_step.comp extends attention.comp: its first bindings and spec constants are attention's. */
+#define SAME_ATTN_BIND(name) (RLX_VK_BIND(attention, name) == RLX_VK_BIND(attention_step, name))
+#define SAME_ATTN_SPEC(name) (RLX_VK_SPEC(attention, name) == RLX_VK_SPEC(attention_step, name))
+_Static_assert(SAME_ATTN_BIND(Q) && SAME_ATTN_BIND(K) && SAME_ATTN_BIND(V) && SAME_ATTN_BIND(OUT) &&
+                   SAME_ATTN_BIND(PART) && SAME_ATTN_SPEC(GW) && SAME_ATTN_SPEC(SPLIT) && SAME_ATTN_SPEC(KB) &&
+                   SAME_ATTN_SPEC(EPL) && SAME_ATTN_SPEC(EPV) && SAME_ATTN_SPEC(DPT),
+               "shaders/kernels.def: attention_step does not extend attention");
+#undef SAME_ATTN_BIND
+#undef SAME_ATTN_SPEC
+
 /* VK_FUSE_ATTN_STEP (fuse_attention_step): the attention's bindings, spec and push constants
- * (bind[0] is replaced by the raw q rows) and those of the q/k norm, RoPE and cache writes. */
+ * (its q binding is replaced by the raw q rows) and those of the q/k norm, RoPE and cache writes. */
 static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind, uint32_t *spec, uint32_t *push,
                                       uint64_t groups) {
     const vk_node *n = node(p, i);
@@ -940,22 +1012,32 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     float q_eps, k_eps;
     vk_range b[11];
     memcpy(b, bind, 5 * sizeof *b);
-    RLX_TRY(step_side(p, qr, &b[0], &b[7], &b[9], &q_eps));
-    RLX_TRY(step_side(p, node(p, kw)->fuse_a, &b[5], &b[8], &b[10], &k_eps));
-    RLX_TRY(vk_f32_range(p, in1(p, vw), &b[6]));
-    b[1] = vk_node_range(p, kw);
-    b[2] = vk_node_range(p, vw);
+    RLX_TRY(step_side(p, qr, &b[RLX_VK_BIND(attention_step, Q)], &b[RLX_VK_BIND(attention_step, Q_NORM_W)],
+                      &b[RLX_VK_BIND(attention_step, Q_TURNS)], &q_eps));
+    RLX_TRY(step_side(p, node(p, kw)->fuse_a, &b[RLX_VK_BIND(attention_step, K_NEW)],
+                      &b[RLX_VK_BIND(attention_step, K_NORM_W)], &b[RLX_VK_BIND(attention_step, K_TURNS)], &k_eps));
+    RLX_TRY(vk_f32_range(p, in1(p, vw), &b[RLX_VK_BIND(attention_step, V_NEW)]));
+    b[RLX_VK_BIND(attention_step, K)] = vk_node_range(p, kw);
+    b[RLX_VK_BIND(attention_step, V)] = vk_node_range(p, vw);
     uint32_t dh = push[3], dv = push[4];
-    if (r->n_rot == 0) b[9] = b[10] = b[0]; /* no angle is read */
-    spec[7] = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
-    spec[8] = vk_rope_norm(p, qr) != RLX_NO_NODE;
-    spec[9] = dh > dv ? dh : dv;
+    if (r->n_rot == 0) /* no angle is read */
+        b[RLX_VK_BIND(attention_step, Q_TURNS)] = b[RLX_VK_BIND(attention_step, K_TURNS)] =
+            b[RLX_VK_BIND(attention_step, Q)];
+    spec[RLX_VK_SPEC(attention_step, ROPE)] = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
+    spec[RLX_VK_SPEC(attention_step, QK_NORM)] = vk_rope_norm(p, qr) != RLX_NO_NODE;
+    spec[RLX_VK_SPEC(attention_step, PD)] = dh > dv ? dh : dv;
     push[10] = (uint32_t)r->n_rot;
     push[11] = f32_bits(q_eps);
     push[12] = f32_bits(k_eps);
-    bool split = spec[2] != 0;
-    return vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 11, 0x7e7u, split ? 0x1eu : 0xeu, push,
-                   13 * sizeof *push, groups);
+    bool split = spec[RLX_VK_SPEC(attention_step, SPLIT)] != 0;
+    uint32_t reads = RLX_VK_BIT(attention_step, Q) | RLX_VK_BIT(attention_step, K) | RLX_VK_BIT(attention_step, V) |
+                     RLX_VK_BIT(attention_step, K_NEW) | RLX_VK_BIT(attention_step, V_NEW) |
+                     RLX_VK_BIT(attention_step, Q_NORM_W) | RLX_VK_BIT(attention_step, K_NORM_W) |
+                     RLX_VK_BIT(attention_step, Q_TURNS) | RLX_VK_BIT(attention_step, K_TURNS);
+    uint32_t writes = RLX_VK_BIT(attention_step, K) | RLX_VK_BIT(attention_step, V) | RLX_VK_BIT(attention_step, OUT) |
+                      (split ? RLX_VK_BIT(attention_step, PART) : 0u);
+    return vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 11, reads, writes, push, 13 * sizeof *push,
+                   groups);
 }
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
@@ -974,13 +1056,21 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
     vk_range bind[5];
-    for (int s = 0; s < 3; s++) RLX_TRY(vk_f32_range(p, n->info.in[s], &bind[s]));
-    bind[3] = vk_node_range(p, i);
-    bind[4] = bind[3];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention, Q)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention, K)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention, V)]));
+    bind[RLX_VK_BIND(attention, OUT)] = vk_node_range(p, i);
+    bind[RLX_VK_BIND(attention, PART)] = bind[RLX_VK_BIND(attention, OUT)];
     if (splits > 1)
-        bind[4] = (vk_range){p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
-                             n->scratch_bytes};
-    uint32_t spec[10] = {wg, gw, splits > 1, kb ? kb : 1, epl, epv, (uint32_t)ceil_div(dv, wg)};
+        bind[RLX_VK_BIND(attention, PART)] = (vk_range){
+            p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset, n->scratch_bytes};
+    uint32_t spec[10] = {[RLX_VK_SPEC_WG] = wg,
+                         [RLX_VK_SPEC(attention, GW)] = gw,
+                         [RLX_VK_SPEC(attention, SPLIT)] = splits > 1,
+                         [RLX_VK_SPEC(attention, KB)] = kb ? kb : 1,
+                         [RLX_VK_SPEC(attention, EPL)] = epl,
+                         [RLX_VK_SPEC(attention, EPV)] = epv,
+                         [RLX_VK_SPEC(attention, DPT)] = (uint32_t)ceil_div(dv, wg)};
     uint32_t push[13] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],
@@ -994,29 +1084,33 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (n->fuse == VK_FUSE_ATTN_STEP)
         RLX_TRY(emit_attention_step(p, i, bind, spec, push, rows * (heads / gw) * splits));
     else
-        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5, 7u, splits > 1 ? 16u : 8u, push,
-                        10 * sizeof *push, rows * (heads / gw) * splits));
+        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5,
+                        RLX_VK_BIT(attention, Q) | RLX_VK_BIT(attention, K) | RLX_VK_BIT(attention, V),
+                        splits > 1 ? RLX_VK_BIT(attention, PART) : RLX_VK_BIT(attention, OUT), push, 10 * sizeof *push,
+                        rows * (heads / gw) * splits));
     if (splits == 1) return NULL;
-    vk_range cbind[2] = {bind[4], bind[3]};
-    uint32_t cspec[2] = {p->b->wg, ATTN_MAX_SPLITS};
+    vk_range cbind[2] = {[RLX_VK_BIND(attn_combine, PART)] = bind[RLX_VK_BIND(attention, PART)],
+                         [RLX_VK_BIND(attn_combine, OUT)] = bind[RLX_VK_BIND(attention, OUT)]};
+    uint32_t cspec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(attn_combine, MAX_SPLITS)] = ATTN_MAX_SPLITS};
     uint32_t cpush[5] = {(uint32_t)rows, (uint32_t)heads, dv, splits, n->tok ? 1u : 0u};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attn_combine, cspec, cbind, 2, 1u, 2u, cpush, sizeof cpush,
-                   rows * heads);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attn_combine, cspec, cbind, 2, RLX_VK_BIT(attn_combine, PART),
+                   RLX_VK_BIT(attn_combine, OUT), cpush, sizeof cpush, rows * heads);
 }
 
 /* out_node = op(a, b) elementwise (b RLX_NO_NODE for unary ops). */
 static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node a, rlx_node b, float scale) {
     const vk_node *n = node(p, i);
     vk_range bind[3];
-    RLX_TRY(vk_f32_range(p, a, &bind[0]));
+    RLX_TRY(vk_f32_range(p, a, &bind[RLX_VK_BIND(ew, A)]));
     if (b != RLX_NO_NODE)
-        RLX_TRY(vk_f32_range(p, b, &bind[1]));
+        RLX_TRY(vk_f32_range(p, b, &bind[RLX_VK_BIND(ew, B)]));
     else
-        bind[1] = bind[0];
-    bind[2] = vk_node_range(p, i);
-    uint32_t spec[2] = {p->b->wg, op};
+        bind[RLX_VK_BIND(ew, B)] = bind[RLX_VK_BIND(ew, A)];
+    bind[RLX_VK_BIND(ew, OUT)] = vk_node_range(p, i);
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(ew, OP)] = op};
     uint32_t push[3] = {(uint32_t)n->numel, f32_bits(scale), n->tok};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, b != RLX_NO_NODE ? 3u : 1u, 4u, push, sizeof push,
+    uint32_t reads = RLX_VK_BIT(ew, A) | (b != RLX_NO_NODE ? RLX_VK_BIT(ew, B) : 0u);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, reads, RLX_VK_BIT(ew, OUT), push, sizeof push,
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
@@ -1060,6 +1154,7 @@ static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {
 
 /* SOFTMAX: one workgroup per row of the last dim of x. */
 static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uint32_t tok) {
+    _Static_assert(RLX_VK_BIND(softmax, X) == 0 && RLX_VK_BIND(softmax, OUT) == 1, "softmax: x, out");
     const vk_node *x = in(p, i, 0);
     uint64_t cols = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / cols;
     vk_range bind[2];
@@ -1067,7 +1162,8 @@ static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uin
     bind[1] = vk_node_range(p, i);
     uint32_t spec[1] = {row_wg(p, cols)};
     uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, tok};
-    return vk_emit(p, &p->run, i, k, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
+    return vk_emit(p, &p->run, i, k, spec, bind, 2, RLX_VK_BIT(softmax, X), RLX_VK_BIT(softmax, OUT), push, sizeof push,
+                   rows);
 }
 
 static rlx_status lower_SOFTMAX(rlx_program *p, rlx_node i) {
@@ -1083,9 +1179,11 @@ static rlx_status lower_ARGMAX(rlx_program *p, rlx_node i) {
     RLX_TRY(vk_f32_range(p, node(p, i)->info.in[0], &bind[0]));
     bind[1] = vk_node_range(p, i);
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t spec[2] = {cols > 8192 ? rlx_vk_caps_wg_pow2(c, 1024) : row_wg(p, cols), cols % 4 == 0};
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = cols > 8192 ? rlx_vk_caps_wg_pow2(c, 1024) : row_wg(p, cols),
+                        [RLX_VK_SPEC(argmax, VEC)] = cols % 4 == 0};
     uint32_t push[3] = {(uint32_t)rows, (uint32_t)cols, node(p, i)->tok};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_argmax, spec, bind, 2, 1u, 2u, push, sizeof push, rows);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_argmax, spec, bind, 2, RLX_VK_BIT(argmax, X), RLX_VK_BIT(argmax, OUT),
+                   push, sizeof push, rows);
 }
 
 static rlx_status lower_LAST_ROW(rlx_program *p, rlx_node i) {
@@ -1096,8 +1194,8 @@ static rlx_status lower_LAST_ROW(rlx_program *p, rlx_node i) {
     bind[1] = vk_node_range(p, i);
     uint32_t spec[1] = {p->b->wg};
     uint32_t push[1] = {(uint32_t)row};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_last_row, spec, bind, 2, 1u, 2u, push, sizeof push,
-                   stride_groups(row, p->b->wg));
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_last_row, spec, bind, 2, RLX_VK_BIT(last_row, X),
+                   RLX_VK_BIT(last_row, OUT), push, sizeof push, stride_groups(row, p->b->wg));
 }
 
 static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
@@ -1109,8 +1207,8 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     uint32_t spec[1] = {p->b->wg};
     uint32_t push[5] = {(uint32_t)rows, (uint32_t)experts, (uint32_t)n->info.attrs.top_k, n->info.attrs.norm_topk,
                         tok_rows(n)};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, 1u, 2u, push, sizeof push,
-                   ceil_div(rows, p->b->wg));
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, RLX_VK_BIT(moe_route, X),
+                   RLX_VK_BIT(moe_route, OUT), push, sizeof push, ceil_div(rows, p->b->wg));
 }
 
 /* One expert pass of MOE_FFN (shaders/moe_mv.comp). */
@@ -1121,10 +1219,14 @@ static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w
     RLX_TRY(single_part(p, i, &m));
     const rlx_shape *ws = &node(p, w)->info.shape; /* [E, out, in] */
     uint64_t rows = (uint64_t)n->info.shape.dim[0], out = (uint64_t)ws->dim[1];
-    vk_range bind[4] = {x, route, {0}, y};
+    vk_range bind[4] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y};
     uint64_t row0, part_rows;
-    matrix_part(&m, 0, &bind[2], &row0, &part_rows);
-    uint32_t spec[5] = {p->b->wg_row, m.type, mode, 0, rows_per_group(p)};
+    matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mv, W)], &row0, &part_rows);
+    uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
+                        [RLX_VK_SPEC(moe_mv, W_TYPE)] = m.type,
+                        [RLX_VK_SPEC(moe_mv, MODE)] = mode,
+                        [RLX_VK_SPEC(moe_mv, ACT)] = 0,
+                        [RLX_VK_SPEC(moe_mv, R)] = rows_per_group(p)};
     uint32_t push[8] = {(uint32_t)rows,
                         (uint32_t)ws->dim[0],
                         slots,
@@ -1135,8 +1237,11 @@ static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w
                         n->tok ? 1u : 0u};
     uint64_t blocks = ceil_div(out, rows_per_group(p));
     uint64_t groups = mode == MOE_DOWN ? blocks * rows : blocks * slots * rows;
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mv, spec, bind, 4, mode == MOE_UP ? 15u : 7u, 8u, push,
-                   sizeof push, groups);
+    /* the up pass multiplies into the gate pass's rows in y */
+    uint32_t reads = RLX_VK_BIT(moe_mv, X) | RLX_VK_BIT(moe_mv, ROUTE) | RLX_VK_BIT(moe_mv, W) |
+                     (mode == MOE_UP ? RLX_VK_BIT(moe_mv, Y) : 0u);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mv, spec, bind, 4, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
+                   groups);
 }
 
 static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {

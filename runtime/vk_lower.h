@@ -51,7 +51,7 @@ static inline bool vk_plain_type(uint32_t type) {
 }
 
 typedef struct matvec_plan {
-    uint32_t spec[11]; /* WG, W_TYPE, NX, EPI, R, T, NORM, GATE, POST, UNR (plain types), WARM */
+    uint32_t spec[11]; /* matvec.comp's, by RLX_VK_SPEC(matvec, ...) */
     uint64_t groups;
 } matvec_plan;
 

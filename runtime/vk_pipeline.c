@@ -33,6 +33,57 @@ static const rlx_vk_kernel_info kernel_table[RLX_VK_KERNEL_COUNT] = {
 #include "shaders/kernels.def"
 #undef RLX_KERNEL
 
+/* A name in kernels.def must fall inside its kernel's bindings or spec constants, and a variant
+ * (RLX_KERNEL_LIKE) must have its kernel's counts, or the names would address the wrong slots. */
+enum {
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec) N_BIND_##name = (n_bindings), N_SPEC_##name = (n_spec),
+#include "shaders/kernels.def"
+#undef RLX_KERNEL
+};
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)
+#define RLX_BINDING(kernel, name, index)                                                                               \
+    _Static_assert((index) < N_BIND_##kernel, #kernel " binding " #name ": past the kernel's bindings");
+#define RLX_SPEC(kernel, name, id)                                                                                     \
+    _Static_assert((id) > 0 && (id) < N_SPEC_##kernel, #kernel " spec " #name ": not one of the kernel's ids 1..");
+#define RLX_KERNEL_LIKE(variant, kernel)                                                                               \
+    _Static_assert(N_BIND_##variant == N_BIND_##kernel && N_SPEC_##variant == N_SPEC_##kernel,                        \
+                   #variant ": not the bindings and spec constants of " #kernel);
+#include "shaders/kernels.def"
+#undef RLX_KERNEL_LIKE
+#undef RLX_SPEC
+#undef RLX_BINDING
+#undef RLX_KERNEL
+
+typedef struct kernel_name {
+    rlx_vk_kernel kernel;
+    bool spec; /* a spec constant id, else a set-1 binding */
+    uint32_t index;
+    const char *name;
+} kernel_name;
+
+static const kernel_name kernel_names[] = {
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)
+#define RLX_BINDING(kernel, name, index) {RLX_VK_KERNEL_##kernel, false, (index), #name},
+#define RLX_SPEC(kernel, name, id) {RLX_VK_KERNEL_##kernel, true, (id), #name},
+#include "shaders/kernels.def"
+#undef RLX_SPEC
+#undef RLX_BINDING
+#undef RLX_KERNEL
+};
+
+/* The kernel whose names k uses: itself, or the one it is a variant of. */
+static rlx_vk_kernel names_of(rlx_vk_kernel k) {
+    switch (k) {
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)
+#define RLX_KERNEL_LIKE(variant, kernel)                                                                               \
+    case RLX_VK_KERNEL_##variant: return RLX_VK_KERNEL_##kernel;
+#include "shaders/kernels.def"
+#undef RLX_KERNEL_LIKE
+#undef RLX_KERNEL
+    default: return k;
+    }
+}
+
 /* The word counts are not constant expressions here (they live in the generated sources). */
 static size_t kernel_words(rlx_vk_kernel k) {
     switch (k) {
@@ -92,6 +143,7 @@ typedef struct spv_facts {
     uint32_t *ptr_pointee;     /* per id: pointee type of an OpTypePointer */
     uint32_t push_var_type;    /* pointer type of the push-constant variable, 0 if none */
     uint32_t max_spec_id;      /* one past the largest SpecId */
+    uint32_t spec_ids;         /* bit i: SpecId i is decorated (ids below 32) */
     bool has_main;
 } spv_facts;
 
@@ -114,8 +166,10 @@ static rlx_status spv_scan(const rlx_vk_kernel_info *k, const uint32_t *w, size_
             f->set[a[0]] = (int32_t)a[2];
         else if (op == OP_DECORATE && wc >= 4 && a[0] < f->bound && a[1] == DEC_BINDING)
             f->binding[a[0]] = (int32_t)a[2];
-        else if (op == OP_DECORATE && wc >= 4 && a[1] == DEC_SPEC_ID && a[2] + 1 > f->max_spec_id)
-            f->max_spec_id = a[2] + 1;
+        else if (op == OP_DECORATE && wc >= 4 && a[1] == DEC_SPEC_ID) {
+            if (a[2] + 1 > f->max_spec_id) f->max_spec_id = a[2] + 1;
+            if (a[2] < 32) f->spec_ids |= 1u << a[2];
+        }
         else if (op == OP_TYPE_POINTER && wc >= 4 && a[0] < f->bound)
             f->ptr_pointee[a[0]] = a[2];
         else if (op == OP_VARIABLE && wc >= 4 && a[2] == SC_PUSH_CONSTANT)
@@ -139,12 +193,41 @@ static uint32_t spv_push_extent(const uint32_t *w, size_t n, uint32_t block) {
     return extent;
 }
 
-static rlx_status spv_check(const rlx_vk_kernel_info *k, const uint32_t *w, size_t n) {
+/* kernels.def's names for kernel k: each binding and spec id past 0 named once, and each named one
+ * in the module (set1: its set-1 bindings as bits). A variant may fix spec constants in its source,
+ * so only its bindings must be there. */
+static rlx_status names_check(rlx_vk_kernel k, const spv_facts *f, uint32_t set1) {
+    const rlx_vk_kernel_info *info = &kernel_table[k];
+    rlx_vk_kernel base = names_of(k);
+    uint32_t named[2] = {0, 1u}; /* bindings, spec ids (0 is the workgroup size) */
+    for (size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++) {
+        const kernel_name *nm = &kernel_names[i];
+        if (nm->kernel != base) continue;
+        uint32_t bit = 1u << nm->index, have = nm->spec ? f->spec_ids : set1;
+        if (named[nm->spec] & bit)
+            return rlx_errorf(RLX_ERR_INTERNAL, "shader %s: kernels.def names %s %u twice", info->name,
+                              nm->spec ? "spec constant" : "binding", nm->index);
+        named[nm->spec] |= bit;
+        if (!(have & bit) && (!nm->spec || base == k))
+            return rlx_errorf(RLX_ERR_INTERNAL, "shader %s: kernels.def names %s %u %s, which the module lacks",
+                              info->name, nm->spec ? "spec constant" : "binding", nm->index, nm->name);
+    }
+    uint32_t all_b = (1u << info->n_bindings) - 1u, all_s = (1u << info->n_spec) - 1u;
+    if (named[0] != all_b || named[1] != all_s)
+        return rlx_errorf(RLX_ERR_INTERNAL, "shader %s: kernels.def names bindings 0x%x of 0x%x and spec ids 0x%x of 0x%x",
+                          info->name, named[0], all_b, named[1], all_s);
+    return NULL;
+}
+
+static rlx_status spv_check(rlx_vk_kernel kernel, const uint32_t *w, size_t n) {
+    const rlx_vk_kernel_info *k = &kernel_table[kernel];
     spv_facts f = {0};
+    uint32_t set1 = 0;
     rlx_status s = spv_scan(k, w, n, &f);
     for (uint32_t id = 0; !s && id < f.bound; id++) {
         if (f.binding[id] < 0) continue;
         int32_t set = f.set[id] < 0 ? 0 : f.set[id];
+        if (set == 1 && f.binding[id] < 32) set1 |= 1u << f.binding[id];
         uint32_t limit = set == 0 ? RLX_VK_COMMON_BINDINGS : set == 1 ? k->n_bindings : 0;
         if ((uint32_t)f.binding[id] >= limit)
             s = rlx_errorf(RLX_ERR_DEVICE, "shader %s: uses set %d binding %d, but kernels.def declares %u in set 1",
@@ -160,6 +243,7 @@ static rlx_status spv_check(const rlx_vk_kernel_info *k, const uint32_t *w, size
             s = rlx_errorf(RLX_ERR_DEVICE, "shader %s: push constants span %u bytes, kernels.def declares %u (max %d)",
                            k->name, extent, k->push_bytes, RLX_VK_PUSH_BYTES);
     }
+    if (!s) s = names_check(kernel, &f, set1);
     free(f.set);
     free(f.binding);
     free(f.ptr_pointee);
@@ -334,7 +418,7 @@ static rlx_status kernel_ready(rlx_vk_pipelines *p, rlx_vk_kernel k) {
     rlx_vk_device *d = p->dev;
     const rlx_vk_kernel_info *info = &kernel_table[k];
     size_t words = kernel_words(k);
-    RLX_TRY(spv_check(info, info->spirv, words));
+    RLX_TRY(spv_check(k, info->spirv, words));
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = words * sizeof(uint32_t),

@@ -19,6 +19,24 @@ typedef enum {
     RLX_VK_KERNEL_COUNT
 } rlx_vk_kernel;
 
+/* Each kernel's named set-1 bindings and spec constants (shaders/kernels.def RLX_BINDING, RLX_SPEC):
+ * RLX_VK_BIND(matvec, SYNC) is the binding's index, RLX_VK_BIT(matvec, SYNC) its bit in a dispatch's
+ * read or write mask, RLX_VK_SPEC(matvec, NORM) the spec constant's id (and index in a spec array).
+ * A variant (RLX_KERNEL_LIKE) takes its kernel's names. */
+enum {
+#define RLX_KERNEL(name, n_bindings, push_bytes, n_spec)
+#define RLX_BINDING(kernel, name, index) RLX_VK_BINDING_##kernel##_##name = (index),
+#define RLX_SPEC(kernel, name, id) RLX_VK_SPEC_ID_##kernel##_##name = (id),
+#include "shaders/kernels.def"
+#undef RLX_SPEC
+#undef RLX_BINDING
+#undef RLX_KERNEL
+};
+#define RLX_VK_BIND(kernel, name) RLX_VK_BINDING_##kernel##_##name
+#define RLX_VK_BIT(kernel, name) (1u << RLX_VK_BINDING_##kernel##_##name)
+#define RLX_VK_SPEC(kernel, name) RLX_VK_SPEC_ID_##kernel##_##name
+#define RLX_VK_SPEC_WG 0 /* every kernel's spec constant 0: the workgroup size */
+
 #define RLX_VK_MAX_SPEC 12
 #define RLX_VK_MAX_BINDINGS 12
 #define RLX_VK_PUSH_BYTES 128 /* the minimum maxPushConstantsSize Vulkan guarantees */

@@ -74,8 +74,9 @@ static rlx_status emit_warm(rlx_program *p, rlx_node at, rlx_node mm, uint64_t b
     const vk_weight_part *part = &m.w->parts[0];
     uint64_t n = (bytes < part->alloc.size ? bytes : part->alloc.size) / 16;
     vk_range w = {part->alloc.buffer, part->alloc.offset, n * 16};
-    uint32_t spec[2] = {WARM_NEXT_WG, WARM_NEXT_PER}, push[1] = {(uint32_t)n};
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_warm_l2, spec, &w, 1, 1u, 0u, push, sizeof push,
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = WARM_NEXT_WG, [RLX_VK_SPEC(warm_l2, PER)] = WARM_NEXT_PER};
+    uint32_t push[1] = {(uint32_t)n};
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_warm_l2, spec, &w, 1, RLX_VK_BIT(warm_l2, W), 0u, push, sizeof push,
                    ceil_div(n, WARM_NEXT_WG * WARM_NEXT_PER));
 }
 
