@@ -95,5 +95,5 @@ endfunction()
 
 rlx_layer(rlx_runtime GLOBS runtime/*.c LINKS rlx_ir rlx_core)
 target_sources(rlx_runtime PRIVATE ${RLX_VK_SOURCES})
-rlx_layer_expose(rlx_runtime runtime shaders/kernels.def)
+rlx_layer_expose(rlx_runtime runtime shaders/kernels.def shaders/sync_layout.h)
 rlx_vulkan_link(rlx_runtime)

@@ -4,6 +4,7 @@
  * dispatch per node that was not absorbed. */
 #include "runtime/vk_lower.h"
 
+#include "shaders/sync_layout.h"
 
 /* Node j can be folded into its single consumer: computed, read once, not an output. */
 static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
@@ -223,18 +224,13 @@ static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
                                node(p, mm)->fuse != VK_FUSE_NONE, false, mv);
 }
 
-#define MATVEC_ARGMAX_TEAM 64 /* shaders/matvec.comp TEAM: workgroups whose maxima the last of them reduces */
-
-/* shaders/matvec.comp POST's sync block in words, from its start: the count of workgroups done,
- * the norm's factor at 32, then for a norm a sum of squares per workgroup from 64; for an argmax
- * a count per team from 64, then a (max, index) pair per workgroup and one per team, each list
- * 16-byte aligned. */
+/* Bytes of shaders/matvec.comp POST's sync block (its layout: shaders/sync_layout.h). */
 uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at) {
     matvec_plan mv;
     if (!post_plan(p, at, &mv)) return 0;
-    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, MATVEC_ARGMAX_TEAM), 4) * 4;
+    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, RLX_SYNC_ARGMAX_TEAM), 4) * 4;
     bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
-    return (64 + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
+    return (RLX_SYNC_LISTS + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
 }
 
 /* ARGMAX i of the one row of a MATMUL on matvec.comp that nothing else reads (the logits of greedy

@@ -85,11 +85,12 @@ layout(set = 1, binding = 5) W_ACCESS buffer Wg1 { uint gu[]; };
 layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST 1: out * pw
 layout(set = 1, binding = 6) writeonly buffer Xi { uint argmax_out[]; }; // POST 2: the index
 layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
-// POST's sync block (runtime/vk_fuse.c vk_post_sync_bytes): the count of workgroups done, the
+// POST's sync block (shaders/sync_layout.h): the count of workgroups done, the
 // rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
 layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
 layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
-const uint SYNC_RS = 32u, SYNC_SUMS = 64u;
+#include "sync_layout.h"
+const uint SYNC_RS = RLX_SYNC_RS, SYNC_SUMS = RLX_SYNC_LISTS;
 layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM: the K cache [rows][warm_row16]
 layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
 
@@ -426,7 +427,7 @@ void post_sums(uint gid, float sq) {
 // Only the first subgroup of a workgroup takes part past its workgroup's maximum (no workgroup-wide
 // barrier but one), and it reads the pairs two per 16-byte load.
 
-const uint TEAM = 64u, NONE = 0xffffffffu; // runtime/vk_fuse.c MATVEC_ARGMAX_TEAM
+const uint TEAM = RLX_SYNC_ARGMAX_TEAM, SYNC_TEAMS = RLX_SYNC_LISTS, NONE = 0xffffffffu;
 shared float am_v[POST == 2u ? G * RO * NX : 1u];
 shared uint am_i[POST == 2u ? G * RO * NX : 1u];
 
@@ -474,7 +475,7 @@ bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
     return counted_last(c, n);
 }
 
-// Sync block words (runtime/vk_fuse.c vk_post_sync_bytes): [0] teams done, [64 + team] the team's
+// Sync block words (shaders/sync_layout.h): [0] teams done, [SYNC_TEAMS + team] the team's
 // workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
 void post_argmax(uint gid, float v, uint i) {
     uint t = gl_LocalInvocationIndex;
@@ -489,10 +490,10 @@ void post_argmax(uint gid, float v, uint i) {
     for (uint j = gl_SubgroupInvocationID; j < G * RO * NX; j += gl_SubgroupSize) take(am_v[j], am_i[j], bv, bi);
     subgroup_best(bv, bi);
     uint teams = (p.groups + TEAM - 1u) / TEAM, team = gid / TEAM, members = min(TEAM, p.groups - team * TEAM);
-    uint w1 = 64u + (teams + 3u) / 4u * 4u, w2 = w1 + 2u * ((p.groups + 3u) / 4u * 4u);
-    if (!leave_and_count(w1 + 2u * gid, bv, bi, 64u + team, members)) return;
+    uint w1 = SYNC_TEAMS + (teams + 3u) / 4u * 4u, w2 = w1 + 2u * ((p.groups + 3u) / 4u * 4u);
+    if (!leave_and_count(w1 + 2u * gid, bv, bi, SYNC_TEAMS + team, members)) return;
     pairs_best(w1 + 2u * team * TEAM, members, bv, bi);
-    if (subgroupElect()) sync_w[64u + team] = 0u; // for the next run: every member has counted
+    if (subgroupElect()) sync_w[SYNC_TEAMS + team] = 0u; // for the next run: every member has counted
     if (!leave_and_count(w2 + 2u * team, bv, bi, 0u, teams)) return;
     pairs_best(w2, teams, bv, bi);
     if (subgroupElect()) {
