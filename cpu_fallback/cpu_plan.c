@@ -9,44 +9,21 @@
 #include <string.h>
 
 #include "cpu_fallback/cpu_internal.h"
+#include "ir/analysis.h"
 #include "loader/core/dequant.h"
 
 #define ARENA_ALIGN 64
 
 /* Inputs a kernel reads as a matrix in the stored type; every other slot reads f32 values. */
-static bool is_matrix_slot(rlx_op op, int slot) {
-    return (op == RLX_OP_EMBED && slot == 0) || (op == RLX_OP_MATMUL && slot == 1) ||
-           (op == RLX_OP_MOE_FFN && slot >= 2);
-}
+static bool is_matrix_slot(rlx_op op, int slot) { return rlx_op_operand(op, slot) == RLX_OPERAND_MATRIX; }
 
+/* ir/analysis.h rlx_token_major over the flags of the nodes before n. */
 static bool token_rows_of(const rlx_program *p, const rlx_cpu_node *n) {
     const rlx_node_info *in = &n->info;
-    const rlx_cpu_node *x = in->n_in > 0 && in->in[0] != RLX_NO_NODE ? &p->nodes[in->in[0]] : NULL;
-    switch (in->op) {
-    case RLX_OP_INPUT: return in->shape.dim[0] == p->static_rows;
-    case RLX_OP_WEIGHT:
-    case RLX_OP_KV_CACHE:
-    case RLX_OP_KV_WRITE:
-    case RLX_OP_LAST_ROW: return false;
-    case RLX_OP_EMBED: return p->nodes[in->in[1]].token_rows;
-    case RLX_OP_ADD:
-    case RLX_OP_MUL: return x->token_rows && p->nodes[in->in[1]].token_rows;
-    case RLX_OP_SCALE:
-    case RLX_OP_SILU:
-    case RLX_OP_GELU_TANH:
-    case RLX_OP_ROPE:
-    case RLX_OP_ATTENTION: return x->token_rows;
-    case RLX_OP_RESHAPE: return x->token_rows && in->shape.dim[0] == x->info.shape.dim[0];
-    /* ops over the last dim: a rank-1 operand is one row, so it has no token axis */
-    case RLX_OP_MATMUL:
-    case RLX_OP_RMS_NORM:
-    case RLX_OP_SOFTMAX:
-    case RLX_OP_ARGMAX:
-    case RLX_OP_MOE_ROUTE:
-    case RLX_OP_MOE_FFN: return x->token_rows && x->info.shape.rank >= 2;
-    case RLX_OP_COUNT: break;
-    }
-    return false;
+    bool tok[2] = {false, false};
+    for (int k = 0; k < 2 && k < in->n_in; k++) tok[k] = in->in[k] != RLX_NO_NODE && p->nodes[in->in[k]].token_rows;
+    const rlx_node_info *x = in->n_in > 0 && in->in[0] != RLX_NO_NODE ? &p->nodes[in->in[0]].info : NULL;
+    return rlx_token_major(in, x, tok, p->static_rows);
 }
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/analysis.h"
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
 
@@ -226,31 +227,14 @@ static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
 
 /* ---- analysis ---- */
 
-/* Whether dim 0 of node n is the token axis, so rows past n_tokens are padding. The same rule as
- * the CPU reference (cpu_fallback/cpu_plan.c): a value is token-major when it is computed row by
- * row from token-major inputs. */
+/* Whether dim 0 of node n is the token axis (ir/analysis.h rlx_token_major, the CPU reference's
+ * rule too), over the nodes before n. */
 static bool token_rows_of(const rlx_program *p, const vk_node *n) {
     const rlx_node_info *in = &n->info;
-    const vk_node *x = in->n_in > 0 && in->in[0] != RLX_NO_NODE ? &p->nodes[in->in[0]] : NULL;
-    switch (in->op) {
-    case RLX_OP_INPUT: return in->shape.dim[0] == p->static_rows;
-    case RLX_OP_EMBED: return p->nodes[in->in[1]].tok != 0;
-    case RLX_OP_ADD:
-    case RLX_OP_MUL: return x->tok && p->nodes[in->in[1]].tok;
-    case RLX_OP_SCALE:
-    case RLX_OP_SILU:
-    case RLX_OP_GELU_TANH:
-    case RLX_OP_ROPE:
-    case RLX_OP_ATTENTION: return x->tok != 0;
-    case RLX_OP_RESHAPE: return x->tok && in->shape.dim[0] == x->info.shape.dim[0];
-    case RLX_OP_MATMUL:
-    case RLX_OP_RMS_NORM:
-    case RLX_OP_SOFTMAX:
-    case RLX_OP_ARGMAX:
-    case RLX_OP_MOE_ROUTE:
-    case RLX_OP_MOE_FFN: return x->tok && x->info.shape.rank >= 2;
-    default: return false;
-    }
+    bool tok[2] = {false, false};
+    for (int k = 0; k < 2 && k < in->n_in; k++) tok[k] = in->in[k] != RLX_NO_NODE && p->nodes[in->in[k]].tok != 0;
+    const rlx_node_info *x = in->n_in > 0 && in->in[0] != RLX_NO_NODE ? &p->nodes[in->in[0]].info : NULL;
+    return rlx_token_major(in, x, tok, p->static_rows);
 }
 
 static void analyse(rlx_program *p) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/analysis.h"
 #include "loader/core/dequant.h"
 #include "runtime/vk_lower.h"
 
@@ -94,16 +95,10 @@ static rlx_status single_part(const rlx_program *p, rlx_node i, const matrix *m)
 
 /* ---- preparation ---- */
 
-/* Input slots read as f32 values; the rest are packed matrices or ids. */
+/* Input slots read as f32 values (ir/analysis.h), but for ROPE's freq_factors: they are folded into
+ * the angle table at compile time. */
 static bool f32_slot(rlx_op op, int k) {
-    switch (op) {
-    case RLX_OP_EMBED: return false;
-    case RLX_OP_MATMUL: return k == 0;
-    case RLX_OP_MOE_FFN: return k < 2;
-    case RLX_OP_KV_WRITE: return k == 1;
-    case RLX_OP_ROPE: return k == 0; /* freq_factors are folded into the angle table */
-    default: return true;
-    }
+    return rlx_op_operand(op, k) == RLX_OPERAND_VALUES && !(op == RLX_OP_ROPE && k == 1);
 }
 
 static rlx_status add_check(rlx_program *p, rlx_node i, int64_t cap, int64_t rows) {
