@@ -19,7 +19,7 @@
  *                                         below the device's), to exercise weight splitting
  *   RLX_VK_COOPMAT=mixed|exact|0          the prefill matmul on cooperative matrices: f16 operands
  *                                         (default), f32-accurate split operands, or not at all;
- *                                         also emulate|emulate-mixed (vk_lower.c coopmat_mode)
+ *                                         also emulate|emulate-mixed (vk_plan.c vk_coopmat_mode)
  *   RLX_VK_WARM=0|1                       decode attention's cache rows read into L2 by the V
  *                                         matvec: never, or wherever it can (default: a GPU's
  *                                         plain-type rows of 4,096+; vk_fuse.c)

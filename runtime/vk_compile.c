@@ -756,6 +756,7 @@ static rlx_status build(rlx_program *p, const rlx_graph *g) {
     RLX_TRY(emit_init(p));
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (p->nodes[i].live) RLX_TRY(vk_lower_node(p, i));
+    RLX_TRY(vk_warm_next_pass(p));
     RLX_TRY(emit_step(p));
     RLX_TRY(make_descriptors(p));
     RLX_TRY(make_sync(p));

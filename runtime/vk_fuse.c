@@ -1,10 +1,9 @@
 /* Fusion planning for the Vulkan lowering: before any memory is planned, each node decides which
  * of its producers its own dispatch absorbs (vk_fuse kinds, runtime/vk_internal.h), so that decode
  * is as few dependent stages as the kernels allow. The lowerings (vk_lower.c) then emit one
- * dispatch per node that was not absorbed. */
+ * dispatch per node that was not absorbed. What a node's kernel and plan will be is asked of the
+ * planner (vk_plan.c), never of the lowering. */
 #include "runtime/vk_lower.h"
-
-#include "shaders/sync_layout.h"
 
 /* Node j can be folded into its single consumer: computed, read once, not an output. */
 static bool absorbable(const rlx_program *p, rlx_node j, rlx_op op) {
@@ -127,11 +126,6 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_KV_ROPE, r, vw);
 }
 
-/* The RMS_NORM a ROPE node absorbed (VK_FUSE_NORM_ROPE), or RLX_NO_NODE. */
-rlx_node vk_rope_norm(const rlx_program *p, rlx_node r) {
-    return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
-}
-
 /* ATTENTION a of one query row (a decode step) whose q is a ROPE [of an RMS_NORM] read only here and
  * whose K write carries K's RoPE [and norm] (fuse_kv): shaders/attention_step.comp does the q/k
  * norms, the RoPE and both cache writes itself, so they take no stage of their own (a stage fewer
@@ -161,10 +155,9 @@ static void fuse_attention_step(rlx_program *p, rlx_node a) {
 }
 
 /* Decode attention reads its cache rows from L2 where the V matvec warmed them (mark_warm) on a GPU
- * for plain weight types with rows of WARM_MIN_K or more. H100 tg128, three alternations in one run:
- * Qwen3-8B F16 166.92 -> 167.65 t/s (attention 8.5 -> 7.8 us per layer); not below or for the
- * K-quants, as measured in the same run: 0.6B F16 917.4 -> 915.9, 8B Q4_K_M 243.6 -> 238.6 (its
- * V matvec is Q4_K or Q6_K; why it lost was not measured). */
+ * for plain weight types with rows of WARM_MIN_K or more: there the V matvec is long enough to hide
+ * the extra loads; shorter rows and the K-quants' V matvecs slow down by more than attention gains
+ * (docs/PERFORMANCE.md). */
 #define WARM_MIN_K 4096
 
 /* RLX_VK_WARM=0|1 (the backend's tuning, runtime/vk_options.h): never
@@ -178,9 +171,9 @@ static bool warm_wanted(const rlx_program *p, rlx_node mm) {
 
 /* Decode attention a (VK_FUSE_ATTN_STEP) has its cache rows read into L2 by the matvec that computes
  * its new V rows (shaders/matvec.comp WARM), the last of the stage before it in the families'
- * graphs: the walk's loads then come from L2 (H100, Qwen3-8B F16 tg128 with the cache loads taken
- * out of attention, timing only: 166.7 -> 168.7 t/s). Where warm_wanted, the V matmul is its own
- * matvec dispatch of one weight part, and K and V cache rows are alike and whole 16-byte words. */
+ * graphs: the walk's loads then come from L2, not memory, which decode attention's latency is
+ * bound by. Where warm_wanted, the V matmul is its own matvec dispatch of one weight part, and K and
+ * V cache rows are alike and whole 16-byte words. */
 static void mark_warm(rlx_program *p, rlx_node a) {
     const vk_node *n = node(p, a), *kc = in(p, n->info.in[1], 0), *vc = in(p, n->info.in[2], 0);
     if (n->fuse != VK_FUSE_ATTN_STEP) return;
@@ -212,27 +205,6 @@ static bool read_as_matvec_x(const rlx_program *p, rlx_node i, bool fold) {
     return readers == node(p, i)->n_consumers;
 }
 
-/* The matvec plan of node at (a MATMUL, or a residual ADD of one, VK_FUSE_MATMUL_ADD) for one x
- * row in one weight part, or false when it has none. */
-static bool post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
-    bool add = node(p, at)->info.op == RLX_OP_ADD;
-    rlx_node mm = add ? node(p, at)->fuse_a : at;
-    matrix w = matrix_of(p, in1(p, mm));
-    uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
-    return vk_takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
-           vk_matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE,
-                               node(p, mm)->fuse != VK_FUSE_NONE, false, mv);
-}
-
-/* Bytes of shaders/matvec.comp POST's sync block (its layout: shaders/sync_layout.h). */
-uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at) {
-    matvec_plan mv;
-    if (!post_plan(p, at, &mv)) return 0;
-    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, RLX_SYNC_ARGMAX_TEAM), 4) * 4;
-    bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
-    return (RLX_SYNC_LISTS + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
-}
-
 /* ARGMAX i of the one row of a MATMUL on matvec.comp that nothing else reads (the logits of greedy
  * decode): that matvec's workgroups leave their maxima, and the last ones to finish reduce them,
  * so the argmax has no dispatch and no stage of its own. */
@@ -241,7 +213,7 @@ static void fuse_argmax_into_producer(rlx_program *p, rlx_node i) {
     matvec_plan mv;
     if (n->fused_into != RLX_NO_NODE || n->store != VK_STORE_ARENA || mm->info.op != RLX_OP_MATMUL ||
         mm->n_consumers != 1 || mm->is_output || mm->fused_into != RLX_NO_NODE || mm->post != RLX_NO_NODE ||
-        last_dim(mm) != mm->numel || !post_plan(p, in0(p, i), &mv))
+        last_dim(mm) != mm->numel || !vk_post_plan(p, in0(p, i), &mv))
         return;
     absorb(p, i, VK_FUSE_ARGMAX_BY_PRODUCER, in0(p, i), RLX_NO_NODE);
     p->nodes[in0(p, i)].post = i;
@@ -257,7 +229,7 @@ static void fuse_norm_into_producer(rlx_program *p, rlx_node i) {
     matvec_plan mv;
     if (n->fused_into != RLX_NO_NODE || n->fuse != VK_FUSE_NONE || n->is_output || n->store != VK_STORE_ARENA ||
         n->numel != last_dim(n) || n->n_consumers == 0 || a->info.op != RLX_OP_ADD || a->fuse != VK_FUSE_MATMUL_ADD ||
-        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !post_plan(p, in0(p, i), &mv) ||
+        a->fused_into != RLX_NO_NODE || a->post != RLX_NO_NODE || !vk_post_plan(p, in0(p, i), &mv) ||
         !read_as_matvec_x(p, i, false))
         return;
     for (rlx_node j = i + 1; j < p->n_nodes; j++)
@@ -273,8 +245,8 @@ static rlx_node dispatch_of(const rlx_program *p, rlx_node j) {
 }
 
 /* A folded norm makes every x load of a matvec also load and multiply the norm's weights. On long
- * K-quant rows that cost more than the stage it saves (H100, Qwen3-8B Q4_K_M tg128 197 -> 187 t/s
- * with the fold; rows of 4,096), while Qwen3-0.6B's rows of 1,024 gained. */
+ * K-quant rows, whose decode already limits the matvec, that costs more than the stage it saves;
+ * shorter rows gain. */
 #define NORM_FOLD_MAX_KQUANT_K 2048
 
 static bool norm_fold_pays(const rlx_program *p, rlx_node mm) {

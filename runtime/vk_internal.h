@@ -225,6 +225,12 @@ rlx_status vk_lower_node(rlx_program *p, rlx_node i);
 /* Whether kernels can decode weights of this type (rlx_dtype). */
 bool vk_weight_type_supported(uint32_t type);
 
+/* ---- vk_warm_next.c ---- */
+
+/* After lowering: inserts, after each decode stage's last matvec dispatch, the dispatches that read
+ * the next stage's first weights into L2 (RLX_VK_WARM_NEXT). */
+rlx_status vk_warm_next_pass(rlx_program *p);
+
 /* ---- vk_compile.c, for the backend ---- */
 
 rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **out);

@@ -13,15 +13,6 @@
 #define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */
 #define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
-#define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
-#define TILED_SHORT_K 3072      /* ... except on a GPU for rows this short, from TILED_MIN_ROWS_SHORT_K rows */
-#define TILED_MIN_ROWS_SHORT_K 32
-#define ATTN_SPLIT_KEYS 64      /* keys per attention split: two chunks */
-#define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
-#define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
-#define ATTN_MAX_SPLITS 64      /* shaders/attn_combine.comp MAX_SPLITS */
-#define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
-#define ATTN_DEFAULT_GW 2       /* ... by default where keys are split (8B tg128 147 -> 158 t/s against 4, unsplit) */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
 /* shaders/ew.comp OP, shaders/moe_mv.comp MODE */
@@ -164,16 +155,6 @@ static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
     return (uint32_t)route->info.shape.dim[1];
 }
 
-/* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep
- * only a few workgroups busy, each walking its keys one chunk (one memory round trip) after the
- * other, so from 256 keys on they are shared out in ranges of about 64. */
-static uint32_t attention_splits(const rlx_program *p, rlx_node i) {
-    int64_t rows = in(p, i, 0)->info.shape.dim[0], keys = in(p, i, 1)->info.shape.dim[0];
-    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 4 * ATTN_SPLIT_KEYS) return 1;
-    int64_t splits = keys / ATTN_SPLIT_KEYS;
-    return (uint32_t)(splits < ATTN_MAX_SPLITS ? splits : ATTN_MAX_SPLITS);
-}
-
 static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i);
 
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
@@ -205,8 +186,8 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
         if (in(p, i, 0)->info.shape.dim[2] > MAX_HEAD || n->info.shape.dim[2] > MAX_HEAD)
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d ATTENTION: head size %" PRId64 "/%" PRId64
                               " exceeds %d", i, in(p, i, 0)->info.shape.dim[2], n->info.shape.dim[2], MAX_HEAD);
-        if (attention_splits(p, i) > 1) /* per (row, head, split): max, sum, acc[Dv] */
-            n->scratch_bytes = (uint64_t)(n->numel / n->info.shape.dim[2]) * attention_splits(p, i) *
+        if (vk_attention_splits(p, i) > 1) /* per (row, head, split): max, sum, acc[Dv] */
+            n->scratch_bytes = (uint64_t)(n->numel / n->info.shape.dim[2]) * vk_attention_splits(p, i) *
                                ((uint64_t)n->info.shape.dim[2] + 2) * 4;
         return NULL;
     case RLX_OP_KV_WRITE: return add_check(p, i, n->info.shape.dim[0], in(p, i, 1)->info.shape.dim[0]);
@@ -264,97 +245,6 @@ static uint32_t rows_per_group(const rlx_program *p) {
     return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
 }
 
-/* RLX_VK_COOPMAT (the backend's tuning, runtime/vk_options.h) picks how prefill matmuls use the
- * cooperative-matrix kernel on devices that have it:
- *   unset or mixed: f16 operands, f32 accumulation (as GPU runtimes do; F16 weights are exact in
- *     f16, decoded quantized weights round by 2^-12 relative, far below their quantization step;
- *     the fixtures README's f16 / mixed-compute tolerance);
- *   exact: operands split in f16 pairs, f32 accuracy (the f32 tolerances), 2 or 3 multiplies;
- *   0: never (shaders/matmul_tiled.comp, f32);
- *   emulate, emulate-mixed: the exact or mixed kernel with its matrix operations done by plain code
- *     (shaders/matmul_coop_emu.comp) on any device: slow, for testing where there are none.
- * RLX_VK_COOPMAT_TM=64|128 and RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth
- * coop_plan_make picks. */
-typedef enum {
-    COOP_OFF = RLX_VK_COOPMAT_OFF,
-    COOP_MIXED = RLX_VK_COOPMAT_MIXED,
-    COOP_EXACT = RLX_VK_COOPMAT_EXACT,
-    COOP_EMULATE = RLX_VK_COOPMAT_EMULATE,
-    COOP_EMULATE_MIXED = RLX_VK_COOPMAT_EMULATE_MIXED
-} coop_mode;
-
-static rlx_status coopmat_mode(const rlx_program *p, coop_mode *out) {
-    *out = (coop_mode)p->b->tuning.coopmat; /* unset and "no kernel on the device" resolved there */
-    return NULL;
-}
-
-/* shaders/matmul_coop.glsl PREC: in the exact modes F16 weights go as they are (exact in f16), other
- * types are split too. */
-static uint32_t coop_prec(coop_mode mode, uint32_t type) {
-    if (mode == COOP_MIXED || mode == COOP_EMULATE_MIXED) return 0;
-    return type == RLX_DTYPE_F16 ? 1 : 2;
-}
-
-#define COOP_TN 64          /* shaders/matmul_coop.glsl TN: weight rows per tile */
-#define COOP_TALL_TILES 512 /* 64 x 64 tiles from which 128-row tiles still give 2+ per SM of an H100 (132) */
-
-typedef struct coop_plan {
-    uint32_t tm, bk, depth; /* the kernel's spec TM, BK, DEPTH */
-} coop_plan;
-
-/* Shared memory of shaders/matmul_coop.glsl in bytes: the staged operands or the 64-row result
- * rounds, whichever is larger, and its flag word. */
-static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
-    uint64_t s = bk / 8 + 1, ops = (tm * (prec >= 1 ? 2 : 1) + COOP_TN * (prec >= 2 ? 2 : 1)) * s;
-    uint64_t outs = 64 * (COOP_TN / 4 + 1);
-    return (ops > outs ? ops : outs) * 16 + 4;
-}
-
-
-/* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
- * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
- * of 1: on the H100, depth 2 was slower in every pp512 measured (0.6B F16 / Q8_0 / Q4_K_M and 8B
- * F16 / Q4_K_M: 20-40%), small grids included. */
-static coop_plan coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec) {
-    const rlx_vk_caps *c = p->b->dev->caps;
-    uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
-    coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
-    plan.tm = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tm, 64, 128, plan.tm);
-    if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
-    plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
-    if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
-    return plan;
-}
-
-/* The cooperative kernel runs where its smallest plan fits the device. */
-static bool coop_fits(const rlx_program *p) {
-    const rlx_vk_caps *c = p->b->dev->caps;
-    return c->max_wg_invocations >= 256 && coop_shared(64, 32, 2) <= c->max_shared;
-}
-
-static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k);
-
-/* Rows of the largest part of weight w. */
-static uint64_t largest_part_rows(const vk_weight *w) {
-    uint64_t rows = 0;
-    for (uint32_t k = 0; k < w->n_parts; k++)
-        if (w->parts[k].rows > rows) rows = w->parts[k].rows;
-    return rows;
-}
-
-/* In the mixed modes the cooperative kernel rounds every decoded weight to f16 as it stages it; a
- * stored weight of another type than F16 is decoded once per run into f16 rows in the dispatching
- * node's scratch (shaders/dequant.comp F16_OUT), and the kernel reads those as F16 rows: the same
- * values, at the F16 kernel's speed (a 16-byte load per 8 values instead of a decode per chunk),
- * where a part's f16 rows fit one binding. */
-static bool coop_f16_weights(const rlx_program *p, rlx_node mm, coop_mode coop) {
-    const vk_node *x = in(p, mm, 0);
-    matrix m = matrix_of(p, in1(p, mm));
-    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
-    return (coop == COOP_MIXED || coop == COOP_EMULATE_MIXED) && coop_fits(p) && m.w && m.type != RLX_DTYPE_F16 &&
-           takes_tiled(p, rows, k) && largest_part_rows(m.w) * k * 2 <= p->b->dev->max_binding;
-}
-
 /* The MATMUL whose dispatch node i emits (its own, or one it absorbed with an epilogue), else
  * RLX_NO_NODE. */
 static rlx_node matmul_dispatched_by(const rlx_program *p, rlx_node i) {
@@ -365,14 +255,14 @@ static rlx_node matmul_dispatched_by(const rlx_program *p, rlx_node i) {
     return add || mul ? n->fuse_a : RLX_NO_NODE;
 }
 
-/* Node i's scratch for the f16 rows of its matmul's weight (coop_f16_weights): its largest part. */
+/* Node i's scratch for the f16 rows of its matmul's weight (vk_coop_f16_weights): its largest part. */
 static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i) {
     rlx_node mm = matmul_dispatched_by(p, i);
-    coop_mode coop;
+    vk_coop_mode coop;
     if (mm == RLX_NO_NODE) return NULL;
-    RLX_TRY(coopmat_mode(p, &coop));
-    if (!coop_f16_weights(p, mm, coop)) return NULL;
-    p->nodes[i].scratch_bytes = largest_part_rows(matrix_of(p, in1(p, mm)).w) * (uint64_t)last_dim(in(p, mm, 0)) * 2;
+    RLX_TRY(vk_coopmat_mode(p, &coop));
+    if (!vk_coop_f16_weights(p, mm, coop)) return NULL;
+    p->nodes[i].scratch_bytes = vk_largest_part_rows(matrix_of(p, in1(p, mm)).w) * (uint64_t)last_dim(in(p, mm, 0)) * 2;
     return NULL;
 }
 
@@ -391,16 +281,16 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    coop_mode coop = COOP_OFF;
-    RLX_TRY(coopmat_mode(p, &coop));
-    if (!coop_fits(p)) coop = COOP_OFF;
+    vk_coop_mode coop = COOP_OFF;
+    RLX_TRY(vk_coopmat_mode(p, &coop));
+    if (!vk_coop_fits(p)) coop = COOP_OFF;
     rlx_vk_kernel kernel = coop == COOP_OFF       ? RLX_VK_KERNEL_matmul_tiled
                            : coop >= COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
                                                   : RLX_VK_KERNEL_matmul_coop;
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    bool f16_rows = coop != COOP_OFF && coop_f16_weights(p, mm, coop);
+    bool f16_rows = coop != COOP_OFF && vk_coop_f16_weights(p, mm, coop);
     for (uint32_t part = 0; part < m.n_parts; part++) {
         vk_range bind[4];
         uint64_t row0, part_rows;
@@ -424,8 +314,8 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         }
         uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             row_bytes, tok_rows(n)};
-        uint32_t prec = coop_prec(coop, type);
-        coop_plan c = coop != COOP_OFF ? coop_plan_make(p, part_rows, rows, prec) : (coop_plan){64, 64, 1};
+        uint32_t prec = vk_coop_prec(coop, type);
+        vk_coop_plan c = coop != COOP_OFF ? vk_coop_plan_make(p, part_rows, rows, prec) : (vk_coop_plan){64, 64, 1};
         uint32_t spec[7] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
                             [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
                             [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
@@ -439,172 +329,6 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
                         sizeof push, ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm)));
     }
     return NULL;
-}
-
-/* Few rows (decode): shaders/matvec.comp for the types it decodes, matmul.comp for the rest. */
-#define MATVEC_GPU_WG 256      /* a workgroup of several thread groups when rows are short */
-#define MATVEC_GPU_WG_KQUANT 128 /* Q4_K / Q6_K: fewer groups per workgroup (see matvec_wg) */
-/* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, on the H100 (tg128:
- * Qwen3-0.6B F16 668 -> 681, Q8_0 683 -> 712, Q4_K_M 633 -> 673, Qwen3-8B Q4_K_M 197 -> 201 t/s) */
-#define MATVEC_GPU_DECODE_R 2
-/* Trips of a Q4_K or Q6_K row's threads on a GPU: 2, half the threads with twice the units (8B
- * Q4_K_M tg128 on the H100: Q4_K 216 -> 223 t/s, 4 trips 222; Q6_K 229.3 -> 230.4, its 151,936-row
- * output projection 341 -> 300 us). */
-#define MATVEC_GPU_KQUANT_TRIPS 2
-#define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per SM of a large GPU (132 on an H100) */
-/* Decode weights that would give more groups than this (an output projection over a vocabulary)
- * take twice MATVEC_GPU_DECODE_R rows per group: on the H100 8B Q4_K_M's Q6_K output projection
- * (151,936 rows) 300 -> 277 us; tg128 8B Q4_K_M 237.4 -> 238.7, 0.6B F16 787.8 -> 794.2, 0.6B
- * Q4_K_M 794.5 -> 798.0, 8B F16 154.9 -> 154.3 (within its run-to-run spread of 1.4). */
-#define MATVEC_GPU_MANY_GROUPS 32768
-/* Plain-type rows of MATVEC_GPU_LONG_K or more take twice those rows per group in two decode
- * matvecs: the one with a norm folded in (q/k/v; the extra rows share its x and norm-weight loads)
- * and the output projection. H100, Qwen3-8B F16 tg128, two alternations in one run: q/k/v 161.86,
- * 161.95 -> 162.36, 162.47 t/s; output projection (4 -> 8 rows) -> 162.45, 162.46. Not elsewhere,
- * same run: o projection 4 rows 160.03, 160.37; gate/up 4 + 4 rows 159.91, 159.30 (1 + 1: 160.77,
- * 160.38); Qwen3-0.6B F16's output projection (rows of 1,024) 8 rows 881.4 -> 877.2 ± 3.3. */
-#define MATVEC_GPU_LONG_K 4096
-#define MATVEC_MIN_GROUPS_CPU 4
-/* x rows per matvec.comp workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else
- * MATVEC_GPU_NX, each workgroup reading its weight rows once per x group: the registers of 8 x rows
- * cost more than the re-reads (RLX_VK_MATVEC_NX caps it on any device). H100, `rlx bench -p N -n
- * 0`, 2 against up to 8: pp8 Qwen3-0.6B F16 3,332 -> 3,805, Q8_0 3,369 -> 3,694, Q4_K_M 2,543 ->
- * 3,109, Qwen3-8B F16 355 -> 393, Q4_K_M 318 -> 449; pp16 0.6B 3,600 -> 4,363, 3,653 -> 4,172,
- * 2,728 -> 3,618; pp24 3,896 -> 4,118 (F16); 8B F16 pp6 95.6 -> 368.5, pp12 290.8 -> 456.6; pp31
- * and 8B's pp15 even. At 4 rows all 4 in one group stay: 8B F16 pp4 373 against 342 with 2. */
-#define MATVEC_GPU_NX_UPTO 4
-#define MATVEC_GPU_NX 2
-
-
-/* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
- * for a type or row length it has no path for. */
-static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
-    *unroll = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K ? 1 : 2;
-    switch (type) {
-    case RLX_DTYPE_F32: return k % 4 == 0 ? k / 4 : 0;
-    case RLX_DTYPE_F16:
-    case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
-    case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
-    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
-    case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
-    default: return 0;
-    }
-}
-
-/* Invocations per matvec workgroup on a GPU, as measured best on the H100 (tg128 of Qwen3-0.6B and
- * 8B): 256 for plain and Q8_0 weights (0.6B Q8_0 484 -> 557 t/s against 128); the K-quants' longer
- * units want fewer groups per workgroup: one where a row needs 64+ threads (8B Q4_K_M 158 -> 164
- * t/s against 128), else 128 (0.6B Q4_K_M: 515 t/s against 483 with 256). */
-static uint32_t matvec_wg(uint32_t type, uint64_t t) {
-    if (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) return MATVEC_GPU_WG;
-    return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
-}
-
-/* Threads per weight row of matvec.comp on a GPU at most: a row reduction's workgroup, twice that
- * for plain types, so that their longest decode rows take fewer serial trips. H100, Qwen3-8B F16
- * tg128: its down projection (rows of 12,288) on 256 threads in 3 trips 162.18, 162.16 -> 384 in 2
- * trips 163.29, 163.11 t/s, 768 in 1 trip 161.38, 161.33 (one run); against the previous build in
- * another run 162.99, 162.29 -> 163.60, 163.67, pp8 even. Not for the K-quants: 8B Q4_K_M's Q6_K
- * down rows on 384 threads 246.1, 246.1 -> 245.1, 245.0, pp8 450.8, 451.0 -> 442.1, 445.3. Rows of
- * 4,096 and less (one trip of 256) do not change. */
-#define MATVEC_GPU_PLAIN_WG_FACTOR 2
-/* Plain-type decode rows this long or longer (not gate/up) take one unit per thread and trip (UNR
- * 1, from 2): more threads with fewer loads each. H100, Qwen3-8B F16 tg128, its down projection
- * (rows of 12,288), one run, twice: 2 units x 2 trips of 384 threads 166.17, 165.98 -> 1 unit x 3
- * trips of 512 threads 166.54, 166.58; 4 units x 1 trip of 384: 165.98, 166.03. Shorter rows lose
- * with 1 unit (q/k/v and o at 4,096: 163.29, 163.59; 0.6B F16 907.1 -> 894.3) and with 4 (165.29,
- * 165.35; 875.7), so do gate/up (1: 163.83, 164.11; 4: 164.24, 164.20) and the output
- * projection (4: 165.86, 165.72). */
-#define MATVEC_GPU_ONE_UNIT_K 8192
-
-static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
-    const rlx_vk_caps *c = p->b->dev->caps;
-    if (!p->gpu_plans) return p->b->wg;
-    return vk_plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
-}
-
-/* Whether matvec.comp has a path for the type and row length on this device. */
-static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
-    uint32_t unroll, sg = p->b->dev->caps->subgroup_size;
-    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p, type);
-}
-
-/* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K and Q6_K on a GPU, or
- * RLX_VK_MATVEC_TRIPS; more where a row would need more than wg_max threads, shared evenly), in
- * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
- * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
- * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
- * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults, _UNR (plain types) and _TRIPS the
- * defaults on any device: knobs for measuring, as the best values differ between devices. */
-bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
-                         uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
-    const rlx_vk_caps *c = p->b->dev->caps;
-    const rlx_vk_tuning *tu = &p->b->tuning;
-    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
-    if (!matvec_fits(p, type, k)) return false;
-    uint64_t units = matvec_units(type, k, &unroll);
-    if (vk_plain_type(type)) {
-        bool one = p->gpu_plans && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
-        unroll = rlx_vk_tuned_pow2(tu->matvec_unr, 1, 8, one ? 1 : unroll);
-    }
-    bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
-    uint64_t trips = rlx_vk_tuned_pow2(tu->matvec_trips, 1, 64, kquant && p->gpu_plans ? MATVEC_GPU_KQUANT_TRIPS : 1);
-    uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
-    if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
-        t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
-    t = ceil_div(t < 8 ? 8 : t, sg) * sg;
-    uint32_t wg_want = !p->gpu_plans ? p->b->wg : rlx_vk_tuned_pow2(tu->matvec_wg, 32, wg_max, matvec_wg(type, t));
-    /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
-     * r (8B Q4_K_M tg128 218 -> 223 t/s against halving r), else taking the registers of a row */
-    uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
-    if (p->gpu_plans && nx == 1) {
-        bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
-        r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
-        if (vk_plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
-    }
-    if (p->gpu_plans) r = rlx_vk_tuned_pow2(tu->matvec_r, 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
-    if (gate && r > 1 && (!p->gpu_plans || nx > 1)) r /= 2;
-    uint64_t min_groups =
-        !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : rlx_vk_tuned_pow2(tu->matvec_min_groups, 1, 65536, MATVEC_MIN_GROUPS);
-    while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
-    while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
-    *out = (matvec_plan){{[RLX_VK_SPEC_WG] = (uint32_t)(groups_per_wg * t),
-                          [RLX_VK_SPEC(matvec, W_TYPE)] = type,
-                          [RLX_VK_SPEC(matvec, NX)] = nx,
-                          [RLX_VK_SPEC(matvec, EPI)] = epi,
-                          [RLX_VK_SPEC(matvec, R)] = (uint32_t)(gate ? 2 * r : r),
-                          [RLX_VK_SPEC(matvec, T)] = (uint32_t)t,
-                          [RLX_VK_SPEC(matvec, NORM)] = norm,
-                          [RLX_VK_SPEC(matvec, GATE)] = gate,
-                          [RLX_VK_SPEC(matvec, POST)] = 0,
-                          [RLX_VK_SPEC(matvec, UNR)] = vk_plain_type(type) ? unroll : 2},
-                         ceil_div(m_rows, groups_per_wg * r) * x_groups};
-    return true;
-}
-
-/* Many rows (prefill) go to the tiled kernels: they reuse each weight tile for 16+ rows. */
-static bool takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
-    /* On the H100, prompts of 16 rows took 2,818 -> 3,623 t/s (Qwen3-0.6B F16) and 1,740 -> 2,717
-     * (Q4_K_M) on matvec.comp, whose rows are 1,024 to 3,072 long; from 32 rows, and for 8B's rows
-     * of 4,096+ from 16 (756 against 387 t/s), the tiles were faster. */
-    bool short_k = p->gpu_plans && k <= TILED_SHORT_K;
-    return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && k % 32 == 0 && p->b->wg_row == 256;
-}
-
-/* Whether a and b are weights of one type and shape, each in a single binding. */
-bool vk_same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
-    matrix ma = matrix_of(p, a), mb = matrix_of(p, b);
-    return ma.w && mb.w && ma.n_parts == 1 && mb.n_parts == 1 && ma.type == mb.type && ma.rows == mb.rows &&
-           ma.row_bytes == mb.row_bytes;
-}
-
-/* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
- * on the type and row length only). */
-bool vk_takes_matvec(const rlx_program *p, rlx_node mm) {
-    const vk_node *x = in(p, mm, 0);
-    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
-    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
-    return !takes_tiled(p, rows, k) && matvec_fits(p, m.type, k);
 }
 
 /* The x rows a matmul reads: its x, or, with its RMS_NORM folded in (VK_FUSE_MATVEC_NORM, matvec.comp
@@ -638,30 +362,12 @@ static rlx_node gate_of(const rlx_program *p, rlx_node out_node) {
     return n->fuse == VK_FUSE_GATE_UP ? in0(p, n->fuse_b) : RLX_NO_NODE;
 }
 
-/* x rows per matvec.comp workgroup for rows of x, of which matmul.comp takes nx (see MATVEC_GPU_NX). */
-static uint32_t matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
-    if (p->gpu_plans && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
-    uint32_t cap = rlx_vk_tuned_pow2(p->b->tuning.matvec_nx, 1, 8, 0);
-    return cap && cap < nx ? cap : nx;
-}
-
-/* The gated FFN's matvec (GATE) over rows of a plain type and MATVEC_STREAM_MIN_K or more reads its
- * weights past the L1 cache (shaders/matvec_stream.comp), which keeps x and the folded norm's
- * weights there: H100, Qwen3-8B F16 tg128 155.9 / 157.9 -> 160.5 t/s (gate/up 73.3 -> 70.2 us).
- * Not elsewhere, as measured in the same run: rows of 1,024 (Qwen3-0.6B F16 876 -> 869), Q4_K rows
- * (0.6B Q4_K_M 858 -> 825), 8B F16's q/k/v (157.1), o and down (156.1) or output projection (156.4). */
-#define MATVEC_STREAM_MIN_K 4096
-
 /* matmul.comp is matvec.comp's fallback with the same x, weight, output and aux bindings, so one
  * read mask serves both. */
 _Static_assert(RLX_VK_BIND(matmul, X) == RLX_VK_BIND(matvec, X) && RLX_VK_BIND(matmul, W) == RLX_VK_BIND(matvec, W) &&
                    RLX_VK_BIND(matmul, OUT) == RLX_VK_BIND(matvec, OUT) &&
                    RLX_VK_BIND(matmul, AUX) == RLX_VK_BIND(matvec, AUX),
                "shaders/kernels.def: matmul and matvec bindings differ");
-
-static rlx_vk_kernel matvec_kernel(uint32_t type, uint64_t k, bool gate) {
-    return gate && vk_plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
-}
 
 /* matvec.comp WARM for decode attention a (runtime/vk_fuse.c mark_warm): its K and V caches at
  * bindings 9 and 10, their rows' 16-byte words in the scalars. */
@@ -681,8 +387,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    if (takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
-    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p), mv_nx = matvec_nx(p, rows, nx);
+    if (vk_takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
+    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p), mv_nx = vk_matvec_nx(p, rows, nx);
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
                         [RLX_VK_SPEC(matmul, W_TYPE)] = m.type,
                         [RLX_VK_SPEC(matmul, NX)] = nx,
@@ -694,8 +400,10 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
     rlx_node gate = gate_of(p, out_node), post = n->post;
     uint32_t post_kind = post == RLX_NO_NODE ? 0 : node(p, post)->info.op == RLX_OP_RMS_NORM ? 1 : 2;
-    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | (aux != RLX_NO_NODE ? RLX_VK_BIT(matvec, AUX) : 0u) |
-                     (x_in.norm ? RLX_VK_BIT(matvec, NORM_W) : 0u) | (gate != RLX_NO_NODE ? RLX_VK_BIT(matvec, GATE_W) : 0u) |
+    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) |
+                     (aux != RLX_NO_NODE ? RLX_VK_BIT(matvec, AUX) : 0u) |
+                     (x_in.norm ? RLX_VK_BIT(matvec, NORM_W) : 0u) |
+                     (gate != RLX_NO_NODE ? RLX_VK_BIT(matvec, GATE_W) : 0u) |
                      (post_kind == 1 ? RLX_VK_BIT(matvec, POST_W) : 0u) | (post_kind ? RLX_VK_BIT(matvec, SYNC) : 0u);
     uint32_t writes = RLX_VK_BIT(matvec, OUT) |
                       (post != RLX_NO_NODE ? RLX_VK_BIT(matvec, POST_OUT) | RLX_VK_BIT(matvec, SYNC) : 0u);
@@ -733,10 +441,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             mv.spec[RLX_VK_SPEC(matvec, POST)] = post_kind;
             push[9] = (uint32_t)mv.groups;
             if (n->warm != RLX_NO_NODE) warm_caches(p, n->warm, mv.spec, bind, push, &reads);
-            rlx_vk_kernel kernel = matvec_kernel(m.type, k, gate != RLX_NO_NODE);
+            rlx_vk_kernel kernel = vk_matvec_kernel(m.type, k, gate != RLX_NO_NODE);
             RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, writes, push, sizeof push,
                             mv.groups));
-            if (part + 1 == m.n_parts) RLX_TRY(vk_emit_warm_next(p, out_node, mm));
             continue;
         }
         if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */
@@ -894,49 +601,7 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
                    RLX_VK_BIT(kv_write, CACHE), push, sizeof push, stride_groups(rows * row, p->b->wg));
 }
 
-/* Query heads per attention workgroup: the largest divisor of H / H_kv up to a default (or up to
- * RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. Where
- * the keys are not split, decode attention is latency and one head per workgroup halves each
- * workgroup's walk (H100 tg128: 8B F16 154.9 -> 156.6 t/s, 8B Q4_K_M 239.2 -> 242.7, 0.6B F16
- * 793 -> 830, against 2); split key ranges keep ATTN_DEFAULT_GW (not measured at long contexts). */
-static uint32_t attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits) {
-    int64_t g = heads / kv_heads;
-    int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1);
-    for (; gw > 1; gw--)
-        if (g % gw == 0) return (uint32_t)gw;
-    return 1;
-}
-
-/* shaders/attention_prefill.comp's spec D (64, 128 or 256: the head sizes rounded up) and BKV (keys
- * per block: 32, or 16 where 32 do not fit the shared memory); its query rows per workgroup, BQ,
- * follow from D. */
-typedef struct prefill_plan {
-    uint32_t d, bkv;
-} prefill_plan;
-
-static uint64_t attention_prefill_rows(uint32_t d) { return 4096 / d; }
-
-/* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) where the head
- * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. */
-static bool attention_prefill_plan(const rlx_program *p, rlx_node i, prefill_plan *out) {
-    int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
-    int64_t dv = node(p, i)->info.shape.dim[2];
-    uint32_t d = 64;
-    while (d < dh || d < dv) d *= 2;
-    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return false;
-    uint64_t bq = attention_prefill_rows(d);
-    for (uint32_t bkv = 32; bkv >= 16; bkv /= 2) {
-        /* floats, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors */
-        uint64_t bytes = ((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4;
-        if (bytes <= p->b->dev->caps->max_shared) {
-            *out = (prefill_plan){d, bkv};
-            return true;
-        }
-    }
-    return false;
-}
-
-static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, prefill_plan plan) {
+static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, vk_prefill_plan plan) {
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     vk_range bind[4];
@@ -958,9 +623,11 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, prefill_pla
                         (uint32_t)n->info.attrs.window,
                         f32_bits(n->info.attrs.scale),
                         n->tok ? 1u : 0u};
-    uint32_t reads = RLX_VK_BIT(attention_prefill, Q) | RLX_VK_BIT(attention_prefill, K) | RLX_VK_BIT(attention_prefill, V);
+    uint32_t reads =
+        RLX_VK_BIT(attention_prefill, Q) | RLX_VK_BIT(attention_prefill, K) | RLX_VK_BIT(attention_prefill, V);
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, reads,
-                   RLX_VK_BIT(attention_prefill, OUT), push, sizeof push, ceil_div(rows, attention_prefill_rows(plan.d)) * heads);
+                   RLX_VK_BIT(attention_prefill, OUT), push, sizeof push,
+                   ceil_div(rows, vk_attention_prefill_rows(plan.d)) * heads);
 }
 
 /* The q/k side of a fused decode attention: its raw rows, the norm's weights (raw rows when none)
@@ -1040,13 +707,15 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
  * Dv; the lanes' shares of the head dims planned for the device's smallest subgroup size, and
  * blocks of keys that keep a lane's loads to about 64 values. */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
-    prefill_plan plan;
-    if (attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
+    vk_prefill_plan plan;
+    if (vk_attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
     const vk_node *n = node(p, i), *q = in(p, i, 0), *k = in(p, i, 1);
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
-    uint32_t splits = attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2], dh = (uint32_t)q->info.shape.dim[2];
+    uint32_t splits = vk_attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
+    uint32_t dh = (uint32_t)q->info.shape.dim[2];
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t gw = attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits), sg_min = c->subgroup_min ? c->subgroup_min : 1;
+    uint32_t gw = vk_attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits);
+    uint32_t sg_min = c->subgroup_min ? c->subgroup_min : 1;
     uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
@@ -1108,7 +777,6 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_ew, spec, bind, 3, reads, RLX_VK_BIT(ew, OUT), push, sizeof push,
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
-
 
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);

@@ -214,8 +214,9 @@ static rlx_status names_check(rlx_vk_kernel k, const spv_facts *f, uint32_t set1
     }
     uint32_t all_b = (1u << info->n_bindings) - 1u, all_s = (1u << info->n_spec) - 1u;
     if (named[0] != all_b || named[1] != all_s)
-        return rlx_errorf(RLX_ERR_INTERNAL, "shader %s: kernels.def names bindings 0x%x of 0x%x and spec ids 0x%x of 0x%x",
-                          info->name, named[0], all_b, named[1], all_s);
+        return rlx_errorf(RLX_ERR_INTERNAL,
+                          "shader %s: kernels.def names bindings 0x%x of 0x%x and spec ids 0x%x of 0x%x", info->name,
+                          named[0], all_b, named[1], all_s);
     return NULL;
 }
 

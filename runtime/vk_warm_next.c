@@ -6,15 +6,15 @@
  * whose next matvec dispatch reads another x or its result (same_stage); the next stage is that
  * dispatch's, unless a MoE FFN comes first.
  *
- * H100 (the default's measurements), Qwen3-8B F16 tg128: in one run 168.24 -> 169.71 t/s with 4
- * MiB, 168.39 with 8 and 161.04 with 16 (the read outlasts the drain and holds the barrier back);
- * in another (168.30 without) 169.99 with 3 MiB, and each boundary helps alone (2 MiB: v -> o
- * 168.62, o -> gate/up 168.88, gate/up -> down 168.43 (4 MiB 168.86), down -> q 168.62). Not on
- * smaller rows or K-quants, as measured in those runs: Qwen3-0.6B F16 920.1 -> 904.5 (1 MiB), 8B
- * Q4_K_M 243.4 -> 242.8 (2 MiB). */
+ * A pass over the finished dispatch list (vk_warm_next_pass), after lowering: it inserts the warming
+ * right after each node's last matvec dispatch. The default (a GPU's plans, plain-type rows of
+ * WARM_NEXT_MIN_K or more, WARM_NEXT_DEFAULT_KIB) reads little enough to end within the drain: a
+ * larger read outlasts it and holds the next barrier back; on shorter rows and the K-quants the
+ * next stage starts fast enough without it (docs/PERFORMANCE.md). */
 #include "runtime/vk_lower.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define WARM_NEXT_DEFAULT_KIB 3072
 #define WARM_NEXT_MIN_K 4096
@@ -80,7 +80,9 @@ static rlx_status emit_warm(rlx_program *p, rlx_node at, rlx_node mm, uint64_t b
                    ceil_div(n, WARM_NEXT_WG * WARM_NEXT_PER));
 }
 
-rlx_status vk_emit_warm_next(rlx_program *p, rlx_node out_node, rlx_node mm) {
+/* After the last part of the decode matvec of MATMUL mm that out_node dispatches: where the next
+ * matvec stage's weights are known, dispatches reading their first bytes into L2 (at most 2). */
+static rlx_status warm_after(rlx_program *p, rlx_node out_node, rlx_node mm) {
     uint64_t bytes = (uint64_t)WARM_NEXT_DEFAULT_KIB * 1024;
     bool forced = warm_next_forced(p, &bytes);
     const vk_node *x = in(p, mm, 0);
@@ -94,4 +96,34 @@ rlx_status vk_emit_warm_next(rlx_program *p, rlx_node out_node, rlx_node mm) {
     /* a gated FFN's matvec reads its up and gate rows side by side: the first half of each */
     RLX_TRY(emit_warm(p, out_node, next, bytes / 2));
     return emit_warm(p, out_node, in0(p, node(p, j)->fuse_b), bytes / 2);
+}
+
+/* Whether run dispatch i is the last matvec.comp dispatch of its node (its last weight part). */
+static bool last_matvec_part(const rlx_program *p, size_t i) {
+    const vk_dispatch *d = &p->run.items[i];
+    rlx_vk_kernel k = d->pipe->kernel;
+    if (k != RLX_VK_KERNEL_matvec && k != RLX_VK_KERNEL_matvec_stream) return false;
+    return i + 1 == p->run.n || p->run.items[i + 1].node != d->node;
+}
+
+#define WARM_NEXT_MAX_PER_STAGE 2 /* warm_after: the up and gate rows of a gated FFN */
+
+rlx_status vk_warm_next_pass(rlx_program *p) {
+    for (size_t i = 0; i < p->run.n; i++) {
+        if (!last_matvec_part(p, i)) continue;
+        size_t before = p->run.n;
+        RLX_TRY(warm_after(p, p->run.items[i].node, dispatched_matmul(p, p->run.items[i].node)));
+        size_t added = p->run.n - before;
+        if (added > WARM_NEXT_MAX_PER_STAGE)
+            return rlx_errorf(RLX_ERR_INTERNAL, "compile: %%%d: %zu warming dispatches after one matvec",
+                              p->run.items[i].node, added);
+        if (added == 0) continue;
+        /* vk_emit appended them: move them to just after dispatch i */
+        vk_dispatch warm[WARM_NEXT_MAX_PER_STAGE];
+        memcpy(warm, &p->run.items[before], added * sizeof *warm);
+        memmove(&p->run.items[i + 1 + added], &p->run.items[i + 1], (before - i - 1) * sizeof *warm);
+        memcpy(&p->run.items[i + 1], warm, added * sizeof *warm);
+        i += added;
+    }
+    return NULL;
 }

@@ -1,0 +1,333 @@
+/* The Vulkan planner: the decisions that fusion (vk_fuse.c) and lowering (vk_lower.c) both rest on,
+ * as pure functions of the program's graph, the device's capability snapshot and the tuning knobs:
+ * which kernel a node gets (matvec.comp, matmul.comp, the tiled or cooperative kernels, the
+ * attention kernels) and its plan (threads, rows and groups; tiles; key splits). Nothing here emits
+ * a dispatch, so fusion can ask what lowering will do without calling into it. */
+#include "runtime/vk_plan.h"
+
+#include "shaders/sync_layout.h"
+
+#define TILED_MIN_ROWS 16       /* from here on a weight tile is reused by 16+ rows: tiles pay */
+#define TILED_SHORT_K 3072      /* ... except on a GPU for rows this short, from TILED_MIN_ROWS_SHORT_K rows */
+#define TILED_MIN_ROWS_SHORT_K 32
+#define ATTN_SPLIT_KEYS 64      /* keys per attention split: two chunks */
+#define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
+#define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
+#define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
+/* ... by default where keys are split: each workgroup's walk is long anyway, and its heads share it */
+#define ATTN_DEFAULT_GW 2
+
+/* ---- prefill matmuls: the tiled and cooperative kernels ---- */
+
+/* RLX_VK_COOPMAT (the backend's tuning, runtime/vk_options.h) picks how prefill matmuls use the
+ * cooperative-matrix kernel on devices that have it:
+ *   unset or mixed: f16 operands, f32 accumulation (as GPU runtimes do; F16 weights are exact in
+ *     f16, decoded quantized weights round by 2^-12 relative, far below their quantization step;
+ *     the fixtures README's f16 / mixed-compute tolerance);
+ *   exact: operands split in f16 pairs, f32 accuracy (the f32 tolerances), 2 or 3 multiplies;
+ *   0: never (shaders/matmul_tiled.comp, f32);
+ *   emulate, emulate-mixed: the exact or mixed kernel with its matrix operations done by plain code
+ *     (shaders/matmul_coop_emu.comp) on any device: slow, for testing where there are none.
+ * RLX_VK_COOPMAT_TM=64|128 and RLX_VK_COOPMAT_DEPTH=1|2 override the tile height and prefetch depth
+ * vk_coop_plan_make picks. */
+rlx_status vk_coopmat_mode(const rlx_program *p, vk_coop_mode *out) {
+    *out = (vk_coop_mode)p->b->tuning.coopmat; /* unset and "no kernel on the device" resolved there */
+    return NULL;
+}
+
+/* shaders/matmul_coop.glsl PREC: in the exact modes F16 weights go as they are (exact in f16), other
+ * types are split too. */
+uint32_t vk_coop_prec(vk_coop_mode mode, uint32_t type) {
+    if (mode == COOP_MIXED || mode == COOP_EMULATE_MIXED) return 0;
+    return type == RLX_DTYPE_F16 ? 1 : 2;
+}
+
+/* 64 x 64 tiles from which 128-row tiles still leave a couple of workgroups per multiprocessor of a
+ * large GPU: below it, taller tiles would idle part of the device */
+#define COOP_TALL_TILES 512
+
+/* Shared memory of shaders/matmul_coop.glsl in bytes: the staged operands or the 64-row result
+ * rounds, whichever is larger, and its flag word. */
+static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
+    uint64_t s = bk / 8 + 1, ops = (tm * (prec >= 1 ? 2 : 1) + COOP_TN * (prec >= 2 ? 2 : 1)) * s;
+    uint64_t outs = 64 * (COOP_TN / 4 + 1);
+    return (ops > outs ? ops : outs) * 16 + 4;
+}
+
+/* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
+ * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
+ * of 1: the second stage's shared memory costs more occupancy than its early loads hide, small grids
+ * included (docs/PERFORMANCE.md). */
+vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
+    vk_coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
+    plan.tm = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tm, 64, 128, plan.tm);
+    if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
+    plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
+    if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
+    return plan;
+}
+
+/* The cooperative kernel runs where its smallest plan fits the device. */
+bool vk_coop_fits(const rlx_program *p) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    return c->max_wg_invocations >= 256 && coop_shared(64, 32, 2) <= c->max_shared;
+}
+
+/* Rows of the largest part of weight w. */
+uint64_t vk_largest_part_rows(const vk_weight *w) {
+    uint64_t rows = 0;
+    for (uint32_t k = 0; k < w->n_parts; k++)
+        if (w->parts[k].rows > rows) rows = w->parts[k].rows;
+    return rows;
+}
+
+/* In the mixed modes the cooperative kernel rounds every decoded weight to f16 as it stages it; a
+ * stored weight of another type than F16 is decoded once per run into f16 rows in the dispatching
+ * node's scratch (shaders/dequant.comp F16_OUT), and the kernel reads those as F16 rows: the same
+ * values, at the F16 kernel's speed (a 16-byte load per 8 values instead of a decode per chunk),
+ * where a part's f16 rows fit one binding. */
+bool vk_coop_f16_weights(const rlx_program *p, rlx_node mm, vk_coop_mode coop) {
+    const vk_node *x = in(p, mm, 0);
+    matrix m = matrix_of(p, in1(p, mm));
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    return (coop == COOP_MIXED || coop == COOP_EMULATE_MIXED) && vk_coop_fits(p) && m.w && m.type != RLX_DTYPE_F16 &&
+           vk_takes_tiled(p, rows, k) && vk_largest_part_rows(m.w) * k * 2 <= p->b->dev->max_binding;
+}
+
+/* ---- decode matmuls: shaders/matvec.comp ---- */
+
+/* Few rows (decode): shaders/matvec.comp for the types it decodes, matmul.comp for the rest. */
+#define MATVEC_GPU_WG 256      /* a workgroup of several thread groups when rows are short */
+#define MATVEC_GPU_WG_KQUANT 128 /* Q4_K / Q6_K: fewer groups per workgroup (see matvec_wg) */
+/* Weight rows per thread group in decode (one x row) on a GPU: 2, not 4, so that more groups share
+ * a weight and more of its loads are in flight at once */
+#define MATVEC_GPU_DECODE_R 2
+/* Trips of a Q4_K or Q6_K row's threads on a GPU: 2, half the threads with twice the units, so that
+ * each thread's block decode is amortised over more loads */
+#define MATVEC_GPU_KQUANT_TRIPS 2
+#define MATVEC_MIN_GROUPS 256  /* workgroups to keep: a couple per multiprocessor of a large GPU */
+/* Decode weights that would give more groups than this (an output projection over a vocabulary)
+ * take twice MATVEC_GPU_DECODE_R rows per group: such a grid fills the device many times over, and
+ * fewer, longer groups load x less often */
+#define MATVEC_GPU_MANY_GROUPS 32768
+/* Plain-type rows of MATVEC_GPU_LONG_K or more take twice those rows per group in two decode
+ * matvecs: the one with a norm folded in (q/k/v), whose extra rows share its x and norm-weight
+ * loads, and the output projection; elsewhere (o, gate/up, shorter rows) the extra registers cost
+ * more than the shared loads save. */
+#define MATVEC_GPU_LONG_K 4096
+#define MATVEC_MIN_GROUPS_CPU 4
+/* x rows per matvec.comp workgroup on a GPU: all of them up to MATVEC_GPU_NX_UPTO, else
+ * MATVEC_GPU_NX, each workgroup reading its weight rows once per x group: the registers of 8 x rows
+ * cost more than the re-reads (RLX_VK_MATVEC_NX caps it on any device). */
+#define MATVEC_GPU_NX_UPTO 4
+#define MATVEC_GPU_NX 2
+
+/* Work units per weight row of matvec.comp and the units per thread and loop trip (its UNR), or 0
+ * for a type or row length it has no path for. */
+static uint64_t matvec_units(uint32_t type, uint64_t k, uint32_t *unroll) {
+    *unroll = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K ? 1 : 2;
+    switch (type) {
+    case RLX_DTYPE_F32: return k % 4 == 0 ? k / 4 : 0;
+    case RLX_DTYPE_F16:
+    case RLX_DTYPE_BF16: return k % 8 == 0 ? k / 8 : 0;
+    case RLX_DTYPE_Q8_0: return k % 32 == 0 ? k / 8 : 0;
+    case RLX_DTYPE_Q4_K: return k % 256 == 0 ? k / 32 : 0;
+    case RLX_DTYPE_Q6_K: return k % 256 == 0 ? k / 16 : 0;
+    default: return 0;
+    }
+}
+
+/* Invocations per matvec workgroup on a GPU: 256 for plain and Q8_0 weights; the K-quants' longer
+ * units want fewer groups per workgroup, whose registers would otherwise limit occupancy: one where
+ * a row needs 64+ threads, else 128. */
+static uint32_t matvec_wg(uint32_t type, uint64_t t) {
+    if (type != RLX_DTYPE_Q4_K && type != RLX_DTYPE_Q6_K) return MATVEC_GPU_WG;
+    return t >= 64 ? (uint32_t)t : MATVEC_GPU_WG_KQUANT;
+}
+
+/* Threads per weight row of matvec.comp on a GPU at most: a row reduction's workgroup, twice that
+ * for plain types, so that their longest decode rows take fewer serial trips (the K-quants' rows
+ * gain nothing from it; rows of 4,096 and less take one trip either way). */
+#define MATVEC_GPU_PLAIN_WG_FACTOR 2
+/* Plain-type decode rows this long or longer (not gate/up) take one unit per thread and trip (UNR
+ * 1, from 2): more threads with fewer loads each; shorter rows, gate/up and the output projection
+ * keep 2, where the extra threads' reduction costs more than it spreads. */
+#define MATVEC_GPU_ONE_UNIT_K 8192
+
+static uint32_t matvec_wg_max(const rlx_program *p, uint32_t type) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    if (!p->gpu_plans) return p->b->wg;
+    return vk_plain_type(type) ? rlx_vk_caps_wg_pow2(c, MATVEC_GPU_PLAIN_WG_FACTOR * p->b->wg_row) : p->b->wg_row;
+}
+
+/* Whether matvec.comp has a path for the type and row length on this device. */
+static bool matvec_fits(const rlx_program *p, uint32_t type, uint64_t k) {
+    uint32_t unroll, sg = p->b->dev->caps->subgroup_size;
+    return matvec_units(type, k, &unroll) != 0 && sg >= 4 && (sg & (sg - 1)) == 0 && sg <= matvec_wg_max(p, type);
+}
+
+/* T threads per weight row: about TRIPS trips of UNR units each (1, 2 for Q4_K and Q6_K on a GPU, or
+ * RLX_VK_MATVEC_TRIPS; more where a row would need more than wg_max threads, shared evenly), in
+ * whole subgroups (matvec.comp's reduction needs subgroups of >= 4 invocations that divide T, and
+ * T >= RO * NX <= 8, RO its output rows per group); G groups of RO rows per workgroup (and RO gate
+ * rows under GATE), fewer while the weight would give too few workgroups to fill the device.
+ * RLX_VK_MATVEC_WG, _R and _MIN_GROUPS override the GPU defaults, _UNR (plain types) and _TRIPS the
+ * defaults on any device: knobs for measuring, as the best values differ between devices. */
+bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64_t m_rows, uint32_t nx,
+                         uint64_t x_groups, uint32_t epi, bool norm, bool gate, matvec_plan *out) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    const rlx_vk_tuning *tu = &p->b->tuning;
+    uint32_t unroll, sg = c->subgroup_size, wg_max = matvec_wg_max(p, type);
+    if (!matvec_fits(p, type, k)) return false;
+    uint64_t units = matvec_units(type, k, &unroll);
+    if (vk_plain_type(type)) {
+        bool one = p->gpu_plans && nx == 1 && !gate && k >= MATVEC_GPU_ONE_UNIT_K;
+        unroll = rlx_vk_tuned_pow2(tu->matvec_unr, 1, 8, one ? 1 : unroll);
+    }
+    bool kquant = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
+    uint64_t trips = rlx_vk_tuned_pow2(tu->matvec_trips, 1, 64, kquant && p->gpu_plans ? MATVEC_GPU_KQUANT_TRIPS : 1);
+    uint64_t t = ceil_div(units, (uint64_t)unroll * trips), t_max = wg_max / sg * sg;
+    if (t > t_max) /* as many trips as t_max threads need, shared out evenly */
+        t = ceil_div(units, (uint64_t)unroll * ceil_div(units, (uint64_t)unroll * t_max));
+    t = ceil_div(t < 8 ? 8 : t, sg) * sg;
+    uint32_t wg_want = !p->gpu_plans ? p->b->wg : rlx_vk_tuned_pow2(tu->matvec_wg, 32, wg_max, matvec_wg(type, t));
+    /* r: output rows per group. Under GATE a gate row rides beside each: in GPU decode on top of
+     * r (its loads are independent, and halving r would halve those in flight), else taking the
+     * registers of a row */
+    uint64_t groups_per_wg = wg_want > t ? wg_want / t : 1, r = nx <= 2 ? 4 : nx <= 4 ? 2 : 1;
+    if (p->gpu_plans && nx == 1) {
+        bool many = ceil_div(m_rows, groups_per_wg * MATVEC_GPU_DECODE_R) > MATVEC_GPU_MANY_GROUPS;
+        r = many ? 2 * MATVEC_GPU_DECODE_R : MATVEC_GPU_DECODE_R;
+        if (vk_plain_type(type) && k >= MATVEC_GPU_LONG_K && (many || (norm && !gate))) r *= 2;
+    }
+    if (p->gpu_plans) r = rlx_vk_tuned_pow2(tu->matvec_r, 1, 8 / nx ? 8 / nx : 1, (uint32_t)r);
+    if (gate && r > 1 && (!p->gpu_plans || nx > 1)) r /= 2;
+    uint64_t min_groups =
+        !p->gpu_plans ? MATVEC_MIN_GROUPS_CPU : rlx_vk_tuned_pow2(tu->matvec_min_groups, 1, 65536, MATVEC_MIN_GROUPS);
+    while (r > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) r /= 2;
+    while (groups_per_wg > 1 && ceil_div(m_rows, groups_per_wg * r) * x_groups < min_groups) groups_per_wg /= 2;
+    *out = (matvec_plan){{[RLX_VK_SPEC_WG] = (uint32_t)(groups_per_wg * t),
+                          [RLX_VK_SPEC(matvec, W_TYPE)] = type,
+                          [RLX_VK_SPEC(matvec, NX)] = nx,
+                          [RLX_VK_SPEC(matvec, EPI)] = epi,
+                          [RLX_VK_SPEC(matvec, R)] = (uint32_t)(gate ? 2 * r : r),
+                          [RLX_VK_SPEC(matvec, T)] = (uint32_t)t,
+                          [RLX_VK_SPEC(matvec, NORM)] = norm,
+                          [RLX_VK_SPEC(matvec, GATE)] = gate,
+                          [RLX_VK_SPEC(matvec, POST)] = 0,
+                          [RLX_VK_SPEC(matvec, UNR)] = vk_plain_type(type) ? unroll : 2},
+                         ceil_div(m_rows, groups_per_wg * r) * x_groups};
+    return true;
+}
+
+/* Many rows (prefill) go to the tiled kernels: they reuse each weight tile for 16+ rows. On a GPU,
+ * rows of up to TILED_SHORT_K stay on matvec.comp up to TILED_MIN_ROWS_SHORT_K rows: a short row's
+ * tile is too little work to pay for staging it. */
+bool vk_takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
+    bool short_k = p->gpu_plans && k <= TILED_SHORT_K;
+    return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && k % 32 == 0 && p->b->wg_row == 256;
+}
+
+/* Whether a and b are weights of one type and shape, each in a single binding. */
+bool vk_same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
+    matrix ma = matrix_of(p, a), mb = matrix_of(p, b);
+    return ma.w && mb.w && ma.n_parts == 1 && mb.n_parts == 1 && ma.type == mb.type && ma.rows == mb.rows &&
+           ma.row_bytes == mb.row_bytes;
+}
+
+/* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
+ * on the type and row length only). */
+bool vk_takes_matvec(const rlx_program *p, rlx_node mm) {
+    const vk_node *x = in(p, mm, 0);
+    matrix m = matrix_of(p, node(p, mm)->info.in[1]);
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    return !vk_takes_tiled(p, rows, k) && matvec_fits(p, m.type, k);
+}
+
+/* x rows per matvec.comp workgroup for rows of x, of which matmul.comp takes nx (see MATVEC_GPU_NX). */
+uint32_t vk_matvec_nx(const rlx_program *p, uint64_t rows, uint32_t nx) {
+    if (p->gpu_plans && rows > MATVEC_GPU_NX_UPTO) nx = MATVEC_GPU_NX;
+    uint32_t cap = rlx_vk_tuned_pow2(p->b->tuning.matvec_nx, 1, 8, 0);
+    return cap && cap < nx ? cap : nx;
+}
+
+/* The gated FFN's matvec (GATE) over rows of a plain type and MATVEC_STREAM_MIN_K or more reads its
+ * weights past the L1 cache (shaders/matvec_stream.comp), which keeps x and the folded norm's
+ * weights there: its two weights' rows would otherwise evict them. Other matvecs, shorter rows and
+ * the K-quants keep matvec.comp, which gains nothing from it. */
+#define MATVEC_STREAM_MIN_K 4096
+
+rlx_vk_kernel vk_matvec_kernel(uint32_t type, uint64_t k, bool gate) {
+    return gate && vk_plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
+}
+
+/* ---- attention ---- */
+
+/* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep
+ * only a few workgroups busy, each walking its keys one chunk (one memory round trip) after the
+ * other, so from 256 keys on they are shared out in ranges of about 64. */
+uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
+    int64_t rows = in(p, i, 0)->info.shape.dim[0], keys = in(p, i, 1)->info.shape.dim[0];
+    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 4 * ATTN_SPLIT_KEYS) return 1;
+    int64_t splits = keys / ATTN_SPLIT_KEYS;
+    return (uint32_t)(splits < ATTN_MAX_SPLITS ? splits : ATTN_MAX_SPLITS);
+}
+
+/* Query heads per attention workgroup: the largest divisor of H / H_kv up to a default (or up to
+ * RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. Where
+ * the keys are not split, decode attention is latency and one head per workgroup halves each
+ * workgroup's walk; split key ranges keep ATTN_DEFAULT_GW. */
+uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits) {
+    int64_t g = heads / kv_heads;
+    int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1);
+    for (; gw > 1; gw--)
+        if (g % gw == 0) return (uint32_t)gw;
+    return 1;
+}
+
+uint64_t vk_attention_prefill_rows(uint32_t d) { return 4096 / d; }
+
+/* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) where the head
+ * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. */
+bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan *out) {
+    int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
+    int64_t dv = node(p, i)->info.shape.dim[2];
+    uint32_t d = 64;
+    while (d < dh || d < dv) d *= 2;
+    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return false;
+    uint64_t bq = vk_attention_prefill_rows(d);
+    for (uint32_t bkv = 32; bkv >= 16; bkv /= 2) {
+        /* floats, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors */
+        uint64_t bytes = ((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4;
+        if (bytes <= p->b->dev->caps->max_shared) {
+            *out = (vk_prefill_plan){d, bkv};
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- a norm or argmax computed by its producer's matvec (POST) ---- */
+
+/* The matvec plan of node at (a MATMUL, or a residual ADD of one, VK_FUSE_MATMUL_ADD) for one x
+ * row in one weight part, or false when it has none. */
+bool vk_post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv) {
+    bool add = node(p, at)->info.op == RLX_OP_ADD;
+    rlx_node mm = add ? node(p, at)->fuse_a : at;
+    matrix w = matrix_of(p, in1(p, mm));
+    uint64_t k = (uint64_t)last_dim(in(p, mm, 0));
+    return vk_takes_matvec(p, mm) && w.n_parts == 1 && (uint64_t)in(p, mm, 0)->numel == k &&
+           vk_matvec_plan_make(p, w.type, k, w.rows, 1, 1, add ? EPI_ADD : EPI_NONE,
+                               node(p, mm)->fuse != VK_FUSE_NONE, false, mv);
+}
+
+/* Bytes of shaders/matvec.comp POST's sync block (its layout: shaders/sync_layout.h). */
+uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at) {
+    matvec_plan mv;
+    if (!vk_post_plan(p, at, &mv)) return 0;
+    uint64_t g4 = ceil_div(mv.groups, 4) * 4, teams4 = ceil_div(ceil_div(mv.groups, RLX_SYNC_ARGMAX_TEAM), 4) * 4;
+    bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
+    return (RLX_SYNC_LISTS + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
+}
