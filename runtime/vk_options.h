@@ -16,7 +16,7 @@
 #include "runtime/vk_device.h"
 #include "runtime/vk_fault.h"
 
-/* RLX_VK_COOPMAT: how prefill matmuls use the cooperative-matrix kernel (runtime/vk_lower.c). */
+/* RLX_VK_COOPMAT: how prefill matmuls use the cooperative-matrix kernel (runtime/vk_plan.c). */
 typedef enum {
     RLX_VK_COOPMAT_OFF,           /* "0": never (shaders/matmul_tiled.comp, f32) */
     RLX_VK_COOPMAT_MIXED,         /* "mixed", the default: f16 operands, f32 accumulation */

@@ -18,7 +18,7 @@
 // Spec D: the head sizes Dh, Dv rounded up to 64, 128 or 256, which sets BQ = 4096 / D (so that
 // phase 3 is 4 rows x 4 dims per invocation); VEC: Dh and Dv are multiples of 4 (rows of q, k, v
 // and out start 16-byte aligned: vec4 access); BKV 32 or 16, as the device's shared memory allows
-// (runtime/vk_lower.c attention_prefill_plan keeps the same count); WG 256.
+// (runtime/vk_plan.c vk_attention_prefill_plan keeps the same count); WG 256.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -7,7 +7,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-layout(constant_id = 1) const uint MAX_SPLITS = 64; // runtime/vk_lower.c ATTN_MAX_SPLITS
+layout(constant_id = 1) const uint MAX_SPLITS = 64; // runtime/vk_plan.h ATTN_MAX_SPLITS
 
 layout(set = 1, binding = 0) readonly buffer Part { float part[]; };
 layout(set = 1, binding = 1) writeonly buffer O { float o[]; };

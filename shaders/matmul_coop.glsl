@@ -14,7 +14,7 @@
 // of an 8 x 8 sub-block sit on distinct banks. The global loads of the next DEPTH steps are in
 // flight during the multiplies of the current one (a ring of DEPTH register sets, the k loop
 // unrolled by DEPTH so that each set has fixed registers). DEPTH 2 keeps twice the bytes in flight
-// per workgroup, but was slower wherever it was measured: the plan uses 1 (vk_lower.c).
+// per workgroup, but was slower wherever it was measured: the plan uses 1 (vk_plan.c).
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
 // DEPTH (1 or 2).
 //

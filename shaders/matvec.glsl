@@ -1,5 +1,5 @@
 // MATMUL for few rows of x (decode, small batches), for the weight types most models are made of:
-// F32, F16, BF16, Q8_0, Q4_K, Q6_K (runtime/vk_lower.c sends other types to matmul.comp).
+// F32, F16, BF16, Q8_0, Q4_K, Q6_K (runtime/vk_plan.c sends other types to matmul.comp).
 // out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) for the weight rows [m0, m0 + m_rows) held by
 // this binding (large weights come in row parts).
 // NORM: x is RMS_NORM(x, nw) of the raw rows bound (the norm has no dispatch of its own, a stage
@@ -67,7 +67,7 @@ layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindi
 // MATVEC_STREAM (matvec_stream.comp): the weights are declared coherent, which asks the driver for
 // loads that see other invocations' writes, so it cannot serve them from the SM's L1; each weight
 // byte is read once, and x and the folded norm's weights keep the L1 to themselves; for long rows
-// the weight stream would otherwise evict x. runtime/vk_lower.c matvec_kernel says where it is used.
+// the weight stream would otherwise evict x. runtime/vk_plan.c vk_matvec_kernel says where it is used.
 #ifdef MATVEC_STREAM
 #define W_ACCESS coherent readonly
 #else
@@ -117,7 +117,7 @@ const uint RO = GATE != 0u ? R / 2u : R; // output rows per group
 const uint G = WG / T;
 // Units per thread and trip: two give each thread 2R independent loads of 16 bytes (or 8R words);
 // a Q4_K unit issues two 16-byte loads per row (quants and the block header), a Q6_K unit 10 words.
-// Plain types take the host's choice (runtime/vk_lower.c: one for long decode rows).
+// Plain types take the host's choice (runtime/vk_plan.c: one for long decode rows).
 const uint UNR = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K ? 1u : W_TYPE == T_Q8_0 ? 2u : UNR_PLAIN;
 
 const uint RS = RN + (NORM == 1u ? NX : 0u); // sums per subgroup in red: the dot products, then NORM's sums of squares

@@ -1,5 +1,5 @@
 /* The sync block of shaders/matvec.glsl POST, in 32-bit words from its start: read by that shader
- * (GLSL) and by runtime/vk_fuse.c, which sizes the block (C), so both take these definitions.
+ * (GLSL) and by runtime/vk_plan.c, which sizes the block (C), so both take these definitions.
  * Word 0 counts the workgroups (a norm) or the teams (an argmax) done; a norm's rsqrt factor is at
  * RLX_SYNC_RS; the lists start at RLX_SYNC_LISTS: a norm's sum of squares per workgroup, or an
  * argmax's count per team, then a (max, index) pair per workgroup and one per team, each list
