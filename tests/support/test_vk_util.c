@@ -197,6 +197,17 @@ rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a) {
     return rlx_input(t->g, name, RLX_DTYPE_F32, s);
 }
 
+void vkt_attention_cached(vkt_graph *t, vkt_rng *r, int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh,
+                          int32_t window) {
+    t->kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
+    rlx_node q = vkt_input_f32(t, r, vkt_shape(3, rows, h, dh), 1.0f);
+    rlx_node k = vkt_input_f32(t, r, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(t, r, vkt_shape(3, rows, hkv, dh), 1.0f);
+    rlx_node kc = rlx_kv_write(t->g, rlx_kv_cache(t->g, 0, false, cap, hkv, dh), k);
+    rlx_node vc = rlx_kv_write(t->g, rlx_kv_cache(t->g, 0, true, cap, hkv, dh), v);
+    rlx_graph_mark_output(t->g, rlx_attention(t->g, q, kc, vc, 0.125f, window), "o");
+}
+
 rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t hi) {
     char name[16];
     next_input(t, name);

@@ -68,6 +68,12 @@ rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t 
 /* A new random weight (vkt_weight) with IR shape [d0, (d1, (d2))] (stored ne reversed). */
 rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2);
 
+/* t's graph: one layer's attention over the session's KV cache of cap positions, as the runners
+ * build it: q [rows, h, dh], k and v [rows, hkv, dh] (random inputs) written into the cache, then
+ * ATTENTION (scale 0.125, sliding window `window`, 0 for none) marked as output "o". */
+void vkt_attention_cached(vkt_graph *t, vkt_rng *r, int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh,
+                          int32_t window);
+
 /* Normalised mean squared error of got against want over n values: sum (got - want)^2 /
  * sum want^2 (plain squared error when want is all zero); +inf when either side has a NaN/inf the
  * other does not. */

@@ -390,13 +390,7 @@ static void attention_cached(int64_t rows, int64_t cap, int64_t h, int64_t hkv, 
                              const step *steps, int n_steps) {
     vkt_graph t;
     vkt_graph_init(&t);
-    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
-    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, h, dh), 1.0f),
-             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
-    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, rows, hkv, dh), 1.0f);
-    rlx_node kc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, cap, hkv, dh), k);
-    rlx_node vc = rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, true, cap, hkv, dh), v);
-    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kc, vc, 0.125f, window), "o");
+    vkt_attention_cached(&t, &g_rng, rows, cap, h, hkv, dh, window);
     char label[96];
     snprintf(label, sizeof label, "ATTENTION cached rows %lld cap %lld H %lld/%lld Dh %lld win %d, %d steps",
              (long long)rows, (long long)cap, (long long)h, (long long)hkv, (long long)dh, window, n_steps);
