@@ -333,7 +333,12 @@ static int default_threads(void) {
 }
 
 rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out) {
-    if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: out is NULL");
+    rlx_cpu_options o = rlx_cpu_options_from_env();
+    return rlx_backend_cpu_create_with(n_threads, &o, out);
+}
+
+rlx_status rlx_backend_cpu_create_with(int n_threads, const rlx_cpu_options *opts, rlx_backend **out) {
+    if (!out || !opts) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: %s is NULL", out ? "opts" : "out");
     if (n_threads < 0 || n_threads > 1024)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu backend: n_threads %d, expected 0 (online cores) .. 1024",
                           n_threads);
@@ -343,7 +348,7 @@ rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out) {
     b->base.ops = &cpu_ops;
     b->base.name = "cpu";
     b->n_threads = n_threads;
-    b->simd = rlx_cpu_simd_select();
+    b->simd = rlx_cpu_simd_select(opts);
     rlx_status st = rlx_thread_pool_create(n_threads, &b->pool);
     if (st) {
         free(b);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu_fallback/cpu_options.h"
 #include "cpu_fallback/thread_pool.h"
 #include "ir/backend.h"
 #include "loader/core/dtype.h"
@@ -68,7 +69,7 @@ static inline const rlx_cpu_simd *rlx_cpu_simd_for(const rlx_cpu_simd *s, int64_
 
 /* The best variant this CPU runs, or the one $RLX_CPU_SIMD names ("base", "avx2", "avx512") if it
  * runs. */
-const rlx_cpu_simd *rlx_cpu_simd_select(void);
+const rlx_cpu_simd *rlx_cpu_simd_select(const rlx_cpu_options *o);
 /* Writes every variant this CPU runs, baseline first and best last (at most RLX_CPU_SIMD_MAX), to
  * out; returns how many. */
 #define RLX_CPU_SIMD_MAX 3

@@ -334,10 +334,10 @@ int rlx_cpu_simd_all(const rlx_cpu_simd *out[RLX_CPU_SIMD_MAX]) {
     return n;
 }
 
-const rlx_cpu_simd *rlx_cpu_simd_select(void) {
+const rlx_cpu_simd *rlx_cpu_simd_select(const rlx_cpu_options *o) {
     const rlx_cpu_simd *all[RLX_CPU_SIMD_MAX];
     int n = rlx_cpu_simd_all(all);
-    const char *want = rlx_cpu_options_from_env().simd;
+    const char *want = o->simd;
     for (int i = 0; want && i < n; i++)
         if (strcmp(all[i]->name, want) == 0) return all[i];
     return all[n - 1];

@@ -168,6 +168,9 @@ static void test_kernels(const rlx_cpu_simd *s) {
 
 /* ---- the backend: thread counts and paths ---- */
 
+/* The options the backends under test are created with: the variant each part of main() tests. */
+static rlx_cpu_options g_options;
+
 /* y [n_tokens rows of 17, m] = x @ w^T on a backend of `threads` threads. */
 static void run_matmul(int threads, const rlx_weight *w, int64_t m, int64_t k, const float *x, int32_t n_tokens,
                        float *y) {
@@ -175,7 +178,10 @@ static void run_matmul(int threads, const rlx_weight *w, int64_t m, int64_t k, c
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     rlx_graph *g = NULL;
-    if (!T_OK(rlx_backend_cpu_create(threads, &b)) || !T_OK(rlx_graph_create(&g))) exit(1);
+    if (!T_OK(rlx_backend_cpu_create_with(threads, &g_options, &b)) || !T_OK(rlx_graph_create(&g))) exit(1);
+    /* the options, not the environment, chose the variant */
+    const char *ran = ((rlx_cpu_backend *)b)->simd->name;
+    if (g_options.simd) T_CHECK(strcmp(ran, g_options.simd) == 0, "backend runs %s, options ask for %s", ran, g_options.simd);
     rlx_node xn = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){17, k}));
     rlx_node wn = rlx_weight_node(g, w->name, w->type, rlx_shape_make(2, (int64_t[]){m, k}));
     rlx_graph_mark_output(g, rlx_matmul(g, xn, wn), "y");
@@ -271,8 +277,8 @@ int main(void) {
     for (int v = 0; v < n; v++) {
         printf("kernels: %s\n", all[v]->name);
         test_kernels(all[v]);
-        /* the backend picks its variant from $RLX_CPU_SIMD when it is created */
-        setenv("RLX_CPU_SIMD", all[v]->name, 1);
+        /* the backend picks its variant from its options (RLX_CPU_SIMD) when it is created */
+        g_options.simd = all[v]->name;
         printf("backend: %s\n", all[v]->name);
         for (size_t t = 0; t < N_TYPES; t++) {
             /* big enough for several threads (cpu_backend.c: WORK_PER_THREAD), K odd in blocks */
@@ -282,7 +288,7 @@ int main(void) {
         test_paths_and_threads(all[v]->name, RLX_DTYPE_F16, 1000, 256);
         test_paths_and_threads(all[v]->name, RLX_DTYPE_F16, 600, 200); /* a wide variant's short rows */
     }
-    unsetenv("RLX_CPU_SIMD");
+    g_options.simd = NULL;
     printf("thread pool\n");
     test_pool();
     return t_summary("test_cpu_simd");
