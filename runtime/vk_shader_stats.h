@@ -1,5 +1,5 @@
 /* RLX_VK_SHADER_STATS=1: the driver's own statistics of every compute pipeline rlx creates
- * (VK_KHR_pipeline_executable_properties), printed to stderr as the pipeline is made. On the H100
+ * (VK_KHR_pipeline_executable_properties), printed to stderr as the pipeline is made. On NVIDIA
  * they include the registers each invocation takes and the shared memory, which decide how many
  * workgroups an SM holds: the question behind most decode-kernel tuning (docs/PERFORMANCE.md). A
  * device without the extension says so once and runs as usual. */
