@@ -33,5 +33,5 @@ void rlx_report(uint code, uint node, uint value) {
 uint group_id() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
 // Rows to compute this run. Token-major tensors (tok = rows per token, see runtime/vk_compile.c)
-// stop at n_tokens; their padding rows are left as they are (unspecified, runtime/backend.h).
+// stop at n_tokens; their padding rows are left as they are (unspecified, ir/backend.h).
 uint valid_rows(uint rows, uint tok) { return tok == 0u ? rows : min(rows, rlx.n_tokens * tok); }
