@@ -25,6 +25,13 @@ done
 check; "$RLX" run -n 4 --seed 3 >"$tmp/out" 2>"$tmp/err" || fail "rlx run without -m: $(cat "$tmp/err")"
 check; grep -q '^Once upon a time' "$tmp/out" || fail "rlx run without -p should print the default prompt"
 check; RLX_DEFAULT_MODEL="$model" "$RLX" >"$tmp/out" 2>"$tmp/err" || fail "bare rlx: $(cat "$tmp/err")"
+# A Vulkan loader without any driver (a headless node): the best available backend is the CPU.
+check; VK_DRIVER_FILES=/nonexistent/rlx.json VK_ICD_FILENAMES=/nonexistent/rlx.json "$RLX" run -n 4 --temp 0 \
+  >"$tmp/out" 2>"$tmp/err" || fail "rlx run without a Vulkan driver: $(cat "$tmp/err")"
+check; grep -q 'on cpu' "$tmp/err" || fail "rlx run without a Vulkan driver did not say it runs on the CPU: $(cat "$tmp/err")"
+check; VK_DRIVER_FILES=/nonexistent/rlx.json VK_ICD_FILENAMES=/nonexistent/rlx.json "$RLX" run -n 4 --backend vulkan \
+  >/dev/null 2>"$tmp/err" && fail "rlx run --backend vulkan without a driver succeeded"
+check; grep -q 'no Vulkan driver found' "$tmp/err" || fail "--backend vulkan without a driver: unclear error: $(cat "$tmp/err")"
 # same seed, same text
 check
 a=$("$RLX" run -n 24 --seed 7 2>/dev/null); b=$("$RLX" run -n 24 --seed 7 2>/dev/null)
