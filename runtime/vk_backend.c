@@ -263,6 +263,8 @@ rlx_status rlx_backend_vulkan_create_with(const rlx_vk_options *o, rlx_backend *
 
 rlx_status rlx_vk_backend_set_options(rlx_backend *base, const rlx_vk_options *o) {
     if (!base || !o) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: backend and options must not be NULL");
+    if (base->ops != &vk_ops)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: options set on a %s backend", base->name);
     RLX_TRY(rlx_status_annotate(rlx_vk_options_check(o), "vulkan backend"));
     apply_options((rlx_vk_backend *)base, o);
     return NULL;

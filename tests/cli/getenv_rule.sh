@@ -20,4 +20,27 @@ if [ -n "$hits" ]; then
   echo "$hits"
   exit 1
 fi
-echo "getenv in the library: only in $(grep -cE "$allowed" <<<"$all") lines of the options files and the cache-directory helper"
+echo "getenv in the library (source): only in $(grep -cE "$allowed" <<<"$all") lines of the options files and the cache-directory helper"
+
+# The grep misses what is not spelled `getenv(` (a function pointer, environ, a macro): the layers'
+# object files, where the build has them, must not refer to getenv, secure_getenv or environ
+# outside the same files.
+objs=${RLX_BUILD_DIR:+$RLX_BUILD_DIR/CMakeFiles}
+if [ -n "$objs" ] && [ -d "$objs" ] && command -v nm >/dev/null; then
+  bad=""
+  n=0
+  layers='rlx_(core|loader|quant|text|ir|cpu|runtime|runners)\.dir'
+  while IFS= read -r o; do
+    src=${o#*.dir/}
+    src=${src%.o}
+    [ -f "$src" ] || continue # an object left from a source since removed
+    n=$((n + 1))
+    case $src in runtime/vk_options.c | cpu_fallback/cpu_options.c | loader/core/cache_dir.c) continue ;; esac
+    nm -u "$o" 2>/dev/null | grep -qwE '(secure_)?getenv|_?_?environ' && bad="$bad $src"
+  done < <(find "$objs" -name '*.c.o' | grep -E "/$layers/")
+  if [ -n "$bad" ]; then
+    echo "FAIL: object files that refer to the environment outside the options files:$bad"
+    exit 1
+  fi
+  echo "object files: $n checked, none refers to the environment outside the options files"
+fi

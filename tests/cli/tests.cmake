@@ -12,6 +12,8 @@ endif()
 
 # The library reads the environment only in its options files and the cache-directory helper
 rlx_add_script_test(NAME getenv_rule SCRIPT getenv_rule.sh LABELS unit)
+# ... and no include climbs past the layer rule's include roots
+rlx_add_script_test(NAME include_rule SCRIPT include_rule.sh LABELS unit)
 
 # rlx bench (tools/cmd_bench.c): the CLI on the embedded stories260K, on the CPU backend and on
 # Vulkan (lavapipe in CI, validation layer on). Each run keeps its bandwidth cache in a temporary
