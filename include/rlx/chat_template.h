@@ -54,11 +54,18 @@ typedef struct rlx_chat_render_opts {
      * is set; then it uses now_unix, read as UTC, so renders are reproducible. */
     bool fixed_time;
     int64_t now_unix;
-    /* Bounds for untrusted templates; 0 picks the default. */
-    size_t max_output_bytes; /* default 16 MiB */
-    size_t max_memory_bytes; /* default 256 MiB */
-    uint64_t max_steps;      /* default 50,000,000 evaluation steps */
+    /* Bounds for untrusted templates; 0 picks the default (RLX_CHAT_TEMPLATE_DEFAULT_*). */
+    size_t max_output_bytes;
+    size_t max_memory_bytes;
+    uint64_t max_steps;
 } rlx_chat_render_opts;
+
+/* The bounds a render gets when its options leave them 0. The fuzz target renders with these
+ * too, so what it explores is what production runs. Nesting (of values and of evaluation) has
+ * a fixed bound of 1,000 levels. */
+#define RLX_CHAT_TEMPLATE_DEFAULT_MAX_OUTPUT ((size_t)16 << 20) /* bytes of rendered text */
+#define RLX_CHAT_TEMPLATE_DEFAULT_MAX_MEMORY ((size_t)256 << 20) /* bytes of the render's values */
+#define RLX_CHAT_TEMPLATE_DEFAULT_MAX_STEPS 50000000ull          /* evaluation steps */
 
 /* Parses template text (len bytes). `origin` names it in error messages ("chat template" when
  * NULL). Errors: RLX_ERR_BAD_FILE (syntax), RLX_ERR_UNSUPPORTED (valid Jinja outside the subset),

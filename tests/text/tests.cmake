@@ -3,6 +3,8 @@
 rlx_add_test(NAME test_chat_template_render SOURCES test_chat_template_render.c LABELS unit parity)
 rlx_add_test(NAME test_chat_template_unit SOURCES test_chat_template_unit.c LABELS unit)
 rlx_add_test(NAME test_chat_template_errors SOURCES test_chat_template_errors.c LABELS unit)
+# Depth, cycles, runaway source and 64-bit arithmetic edges (the hostile-input bounds).
+rlx_add_test(NAME test_chat_template_limits SOURCES test_chat_template_limits.c LABELS unit)
 
 # Tokenizers (text/tokenizer/tokenizer*.c, include/rlx/tokenizer.h) and `rlx tokenize` / `rlx detokenize`.
 # The fuzz target tests/fuzz/fuzz_tokenizer.c is picked up by fuzz.cmake.

@@ -15,11 +15,6 @@
 
 /* Real templates are a few KiB (Gemma 4's, the largest fixture, is 16 KiB). */
 #define MAX_TEMPLATE_BYTES ((size_t)4 << 20)
-#define DEFAULT_MAX_OUTPUT ((size_t)16 << 20)
-#define DEFAULT_MAX_MEMORY ((size_t)256 << 20)
-#define DEFAULT_MAX_STEPS 50000000ull
-/* Nesting of evaluation: deep enough for recursive macros over nested tool schemas. */
-#define MAX_DEPTH 1000
 
 struct rlx_chat_template {
     rlx_jinja_arena arena; /* owned: the parsed tree and its strings */
@@ -385,10 +380,10 @@ rlx_status rlx_chat_template_render(const rlx_chat_template *t, const rlx_chat_m
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_chat_template_render: template, messages and out are required");
     rlx_chat_render_opts o = opts ? *opts : (rlx_chat_render_opts){0};
     rlx_jinja_limits lim = {
-        .max_output = o.max_output_bytes ? o.max_output_bytes : DEFAULT_MAX_OUTPUT,
-        .max_memory = o.max_memory_bytes ? o.max_memory_bytes : DEFAULT_MAX_MEMORY,
-        .max_steps = o.max_steps ? o.max_steps : DEFAULT_MAX_STEPS,
-        .max_depth = MAX_DEPTH,
+        .max_output = o.max_output_bytes ? o.max_output_bytes : RLX_CHAT_TEMPLATE_DEFAULT_MAX_OUTPUT,
+        .max_memory = o.max_memory_bytes ? o.max_memory_bytes : RLX_CHAT_TEMPLATE_DEFAULT_MAX_MEMORY,
+        .max_steps = o.max_steps ? o.max_steps : RLX_CHAT_TEMPLATE_DEFAULT_MAX_STEPS,
+        .max_depth = RLX_JINJA_MAX_DEPTH,
     };
     rlx_jinja_arena arena;
     rlx_jinja_arena_init(&arena, lim.max_memory);

@@ -60,8 +60,12 @@ static uint64_t steps_left(const rlx_jinja_ctx *c) {
 
 rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out) {
     uint64_t left = steps_left(c), budget = left;
-    *out = rlx_jv_equal_within(a, b, &budget);
-    if (budget == 0) return step(c, left + 1);
+    rlx_status s = rlx_jv_equal_within(a, b, out, &budget);
+    if (budget == 0) {
+        rlx_status_free(s);
+        return step(c, left + 1);
+    }
+    if (s) return rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
     return step(c, left - budget);
 }
 
@@ -87,13 +91,19 @@ static void at(rlx_jinja_ctx *c, const rlx_jinja_node *n) {
     c->col = n->col;
 }
 
-static rlx_status enter(rlx_jinja_ctx *c, const rlx_jinja_node *n) {
-    at(c, n);
+rlx_status rlx_jinja_nest(rlx_jinja_ctx *c) {
     if (c->depth >= c->lim.max_depth)
         return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "evaluation nests deeper than %u levels (runaway macro recursion?)",
                               c->lim.max_depth);
     c->depth++;
     return step(c, 1);
+}
+
+void rlx_jinja_unnest(rlx_jinja_ctx *c) { c->depth--; }
+
+static rlx_status enter(rlx_jinja_ctx *c, const rlx_jinja_node *n) {
+    at(c, n);
+    return rlx_jinja_nest(c);
 }
 
 static rlx_status undefined_error(rlx_jinja_ctx *c, rlx_jv v, const char *doing) {
@@ -235,9 +245,10 @@ static rlx_status slice_indices(rlx_jinja_ctx *c, const rlx_jv b[3], size_t n, i
     if (!has_stop) hi = st > 0 ? upper : lower;
     else if (hi < 0) hi = hi + len < lower ? lower : hi + len;
     else if (hi > upper) hi = upper;
-    int64_t cnt = 0;
-    if (st > 0 && hi > lo) cnt = (hi - lo - 1) / st + 1;
-    if (st < 0 && lo > hi) cnt = (lo - hi - 1) / (-st) + 1;
+    /* lo and hi are now in [-1, len]; the step's magnitude is unsigned, as -INT64_MIN is not an int64 */
+    uint64_t mag = st > 0 ? (uint64_t)st : (uint64_t)0 - (uint64_t)st, cnt = 0;
+    if (st > 0 && hi > lo) cnt = (uint64_t)(hi - lo - 1) / mag + 1;
+    if (st < 0 && lo > hi) cnt = (uint64_t)(lo - hi - 1) / mag + 1;
     *start = lo;
     *stepv = st;
     *count = (size_t)cnt;
@@ -325,6 +336,9 @@ static rlx_status eval_args(rlx_jinja_ctx *c, const rlx_jinja_node *n, size_t fi
     for (size_t i = first; i < n->n_kids; i++) {
         const rlx_jinja_node *k = n->kids[i];
         if (k->kind == RLX_JN_KWARG) {
+            /* the duplicate check looks at every keyword before this one */
+            at(c, k);
+            RLX_TRY(rlx_jinja_charge(c, a->n_kw * 64));
             for (size_t j = 0; j < a->n_kw; j++)
                 if (!strcmp(names[j], k->name)) {
                     at(c, k);
@@ -349,6 +363,7 @@ static rlx_status call_macro(rlx_jinja_ctx *c, const rlx_jv_macro *m, const rlx_
         return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "macro '%s' takes at most %zu arguments (%zu given)",
                               def->name, n_params, a->n_pos);
     for (size_t j = 0; j < a->n_kw; j++) {
+        RLX_TRY(rlx_jinja_charge(c, n_params * 64)); /* each name is looked for among the parameters */
         bool known = false;
         for (size_t i = 0; i < n_params && !known; i++) known = !strcmp(def->kids[i]->name, a->kw_names[j]);
         if (!known)
@@ -363,6 +378,8 @@ static rlx_status call_macro(rlx_jinja_ctx *c, const rlx_jv_macro *m, const rlx_
     for (size_t i = 0; i < n_params && !s; i++) {
         const rlx_jinja_node *p = def->kids[i];
         rlx_jv v;
+        /* finding the argument and binding it look at every keyword and parameter bound before */
+        if ((s = rlx_jinja_charge(c, (a->n_kw + i) * 64))) break;
         if (!rlx_jinja_arg(a, i, p->name, &v)) {
             if (p->kids[0]) s = eval(c, p->kids[0], &v);
             else v = rlx_jv_undefined(p->name);
@@ -637,7 +654,7 @@ static rlx_status eval_concat(rlx_jinja_ctx *c, const rlx_jinja_node *n, rlx_jv 
     rlx_status s = NULL;
     for (size_t i = 0; i < n->n_kids && !s; i++) {
         rlx_jv v;
-        if (!(s = eval(c, n->kids[i], &v)) && !rlx_jv_write_str(&b, v)) s = rlx_jinja_oom(c);
+        if (!(s = eval(c, n->kids[i], &v))) s = located(c, n, rlx_jv_write_str(&b, v));
     }
     char *text = s ? NULL : rlx_jinja_strndup(c->arena, b.p ? b.p : "", b.n);
     size_t len = b.n;

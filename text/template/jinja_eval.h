@@ -59,6 +59,10 @@ rlx_status rlx_jinja_render(const rlx_jinja_node *root, const char *origin, rlx_
 
 /* For builtins: an error at the node being evaluated ("origin:line:col: message"). */
 rlx_status rlx_jinja_fail(rlx_jinja_ctx *c, rlx_code code, const char *fmt, ...) RLX_PRINTF(3, 4);
+/* One level deeper for builtins that recurse (a filter applying a filter): fails past
+ * lim.max_depth, as nested evaluation does. Each successful nest is paired with an unnest. */
+rlx_status rlx_jinja_nest(rlx_jinja_ctx *c);
+void rlx_jinja_unnest(rlx_jinja_ctx *c);
 /* The arena refused memory: names the limit. */
 rlx_status rlx_jinja_oom(rlx_jinja_ctx *c);
 /* Accounts work proportional to `bytes` against the step budget. */

@@ -1,6 +1,8 @@
 /* Jinja filters (`x | trim`) and tests (`x is defined`) that chat templates use. Semantics:
  * jinja2 3.1's filters.py and tests.py, except tojson, which is transformers' override
  * (json.dumps with ensure_ascii=False and no HTML escaping). */
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +11,10 @@
 
 typedef rlx_status (*filter_fn)(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, rlx_jv *out);
 
-static rlx_status str_of(rlx_jinja_ctx *c, rlx_jv v, rlx_jv *out) { return rlx_jv_to_str(c->arena, v, out); }
+static rlx_status str_of(rlx_jinja_ctx *c, rlx_jv v, rlx_jv *out) {
+    rlx_status s = rlx_jv_to_str(c->arena, v, out);
+    return s ? rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col) : NULL;
+}
 
 static rlx_status new_list(rlx_jinja_ctx *c, size_t cap, rlx_jv_list **out) {
     *out = rlx_jv_list_new(c->arena, cap);
@@ -75,7 +80,10 @@ static rlx_status merge_sort(sort_ctx *s, rlx_jv *items, rlx_jv *keys, size_t n,
 static rlx_status f_abs(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, rlx_jv *out) {
     (void)a;
     if (in.kind == RLX_JV_FLOAT) *out = rlx_jv_float(fabs(in.f));
-    else if ((in.kind == RLX_JV_INT && in.i != INT64_MIN) || in.kind == RLX_JV_BOOL)
+    else if (in.kind == RLX_JV_INT && in.i == INT64_MIN)
+        return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "abs: integer overflow (|%" PRId64 "| is not a 64-bit integer)",
+                              in.i);
+    else if (in.kind == RLX_JV_INT || in.kind == RLX_JV_BOOL)
         *out = rlx_jv_int(in.kind == RLX_JV_BOOL ? in.b : in.i < 0 ? -in.i : in.i);
     else return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "abs: expects a number, not '%s'", rlx_jv_type_name(in));
     return NULL;
@@ -198,48 +206,86 @@ static rlx_status f_last(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, r
     return f_first_last(c, in, true, out);
 }
 
-/* Python's int(str) / float(str): surrounding whitespace allowed, nothing else. */
-static bool parse_number(rlx_jv s, bool want_int, double *d, int64_t *i) {
-    char buf[64];
-    if (s.s.n == 0 || s.s.n >= sizeof buf) return false;
-    memcpy(buf, s.s.p, s.s.n);
-    buf[s.s.n] = 0;
+/* Python's int(str) / float(str): surrounding whitespace allowed, nothing else. The text is copied
+ * to the arena (it is bounded by the template memory, not by a fixed buffer). *range_error: the
+ * number does not fit (strtoll / strtod set ERANGE). */
+static rlx_status parse_number(rlx_jinja_ctx *c, rlx_jv s, bool want_int, double *d, int64_t *i, bool *ok,
+                               bool *range_error) {
+    *ok = *range_error = false;
+    RLX_TRY(rlx_jinja_charge(c, s.s.n));
+    char *buf = rlx_jinja_strndup(c->arena, s.s.p, s.s.n);
+    if (!buf) return rlx_jinja_oom(c);
+    const char *p = buf;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+    if (!*p || (want_int && !(*p == '-' || *p == '+' || (*p >= '0' && *p <= '9')))) return NULL;
+    if (!want_int && (strchr(p, 'x') || strchr(p, 'X'))) return NULL; /* strtod reads hex; Python does not */
     char *end;
-    if (want_int) {
-        long long v = strtoll(buf, &end, 10);
-        *i = v;
-    } else {
-        *d = strtod(buf, &end);
-    }
-    while (*end == ' ' || *end == '\t' || *end == '\n') end++;
-    return end != buf && *end == 0;
+    errno = 0;
+    if (want_int) *i = strtoll(p, &end, 10);
+    else *d = strtod(p, &end);
+    *range_error = errno == ERANGE && (want_int || isinf(*d));
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r' || *end == '\f' || *end == '\v') end++;
+    *ok = end != p && *end == 0 && (size_t)(end - buf) == s.s.n;
+    return NULL;
 }
 
+static rlx_status int_too_big(rlx_jinja_ctx *c, rlx_jv in) {
+    if (in.kind == RLX_JV_FLOAT)
+        return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "int: %g does not fit in a 64-bit integer", in.f);
+    return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "int: '%.*s' does not fit in a 64-bit integer",
+                          (int)(in.s.n > 64 ? 64 : in.s.n), in.s.p);
+}
+
+/* float -> int64 truncates toward zero, as Python's int(); false when the result is no int64
+ * (NaN, infinities, |d| >= 2**63), where a C cast would be undefined. */
+static bool float_to_int(double d, int64_t *out) {
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* jinja2's int filter: int(value), else int(float(value)), else the default. Python's ints have no
+ * bound; ours are 64-bit, so a number past them is an error, never a clamped or default value.
+ * NaN is jinja2's ValueError (the default); an infinity its OverflowError (an error). */
 static rlx_status f_int(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, rlx_jv *out) {
     rlx_jv def = rlx_jv_int(0);
     rlx_jinja_arg(a, 0, "default", &def);
-    (void)c;
-    double d;
-    int64_t i;
+    double d = 0;
+    int64_t i = 0;
+    bool ok = false, range_error = false;
+    *out = def;
     if (in.kind == RLX_JV_INT) *out = in;
     else if (in.kind == RLX_JV_BOOL) *out = rlx_jv_int(in.b);
-    else if (in.kind == RLX_JV_FLOAT && isfinite(in.f) && fabs(in.f) < 9.2e18) *out = rlx_jv_int((int64_t)in.f);
-    else if (in.kind == RLX_JV_STR && parse_number(in, true, &d, &i)) *out = rlx_jv_int(i);
-    else if (in.kind == RLX_JV_STR && parse_number(in, false, &d, &i) && isfinite(d) && fabs(d) < 9.2e18)
-        *out = rlx_jv_int((int64_t)d); /* jinja2 falls back to int(float(value)) */
-    else *out = def;
+    else if (in.kind == RLX_JV_FLOAT && !isnan(in.f)) {
+        if (!float_to_int(in.f, &i)) return int_too_big(c, in);
+        *out = rlx_jv_int(i);
+    } else if (in.kind == RLX_JV_STR) {
+        RLX_TRY(parse_number(c, in, true, &d, &i, &ok, &range_error));
+        if (ok && range_error) return int_too_big(c, in);
+        if (ok) {
+            *out = rlx_jv_int(i);
+            return NULL;
+        }
+        RLX_TRY(parse_number(c, in, false, &d, &i, &ok, &range_error));
+        if (!ok || isnan(d)) return NULL;
+        if (!float_to_int(d, &i)) return int_too_big(c, in);
+        *out = rlx_jv_int(i);
+    }
     return NULL;
 }
 
 static rlx_status f_float(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, rlx_jv *out) {
     rlx_jv def = rlx_jv_float(0.0);
     rlx_jinja_arg(a, 0, "default", &def);
-    (void)c;
-    double d;
-    int64_t i;
+    double d = 0;
+    int64_t i = 0;
+    bool ok = false, range_error = false;
+    *out = def;
     if (rlx_jv_is_number(in)) *out = rlx_jv_float(rlx_jv_as_double(in));
-    else if (in.kind == RLX_JV_STR && parse_number(in, false, &d, &i)) *out = rlx_jv_float(d);
-    else *out = def;
+    else if (in.kind == RLX_JV_STR) {
+        RLX_TRY(parse_number(c, in, false, &d, &i, &ok, &range_error));
+        if (ok) *out = rlx_jv_float(d); /* Python's float('1e999') is inf, too */
+    }
     return NULL;
 }
 
@@ -286,7 +332,8 @@ static rlx_status f_join(rlx_jinja_ctx *c, rlx_jv in, const rlx_jinja_args *a, r
     for (size_t i = 0; i < n && !s; i++) {
         rlx_jv v = items[i];
         if (has_attr && (s = attr_path(c, v, attr, &v))) break;
-        if ((i && !rlx_jinja_buf_append(&b, sep.s.p, sep.s.n)) || !rlx_jv_write_str(&b, v)) s = rlx_jinja_oom(c);
+        if (i && !rlx_jinja_buf_append(&b, sep.s.p, sep.s.n)) s = rlx_jinja_oom(c);
+        else if ((s = rlx_jv_write_str(&b, v))) s = rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
     }
     char *r = s ? NULL : rlx_jinja_strndup(c->arena, b.p ? b.p : "", b.n);
     size_t len = b.n;
@@ -583,7 +630,11 @@ rlx_status rlx_jinja_filter_apply(rlx_jinja_ctx *c, int id, rlx_jv in, const rlx
     char what[48];
     snprintf(what, sizeof what, "filter '%s'", filters[id].name);
     RLX_TRY(rlx_jinja_check_args(c, what, args, filters[id].max_pos, filters[id].kw));
-    return filters[id].fn(c, in, args, out);
+    /* map('map', 'map', ...) applies filters inside filters: bound that recursion like any other */
+    RLX_TRY(rlx_jinja_nest(c));
+    rlx_status s = filters[id].fn(c, in, args, out);
+    rlx_jinja_unnest(c);
+    return s;
 }
 
 /* ---- tests ---- */

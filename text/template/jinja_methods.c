@@ -434,11 +434,15 @@ static rlx_status fn_mapping(rlx_jinja_ctx *c, const rlx_jinja_args *a, rlx_jv_k
         if (init.kind != RLX_JV_DICT && init.kind != RLX_JV_NAMESPACE)
             return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "%s expects a mapping, not '%s'", what,
                                   rlx_jv_type_name(init));
-        for (size_t i = 0; i < init.dict->n; i++)
+        for (size_t i = 0; i < init.dict->n; i++) {
+            RLX_TRY(rlx_jinja_charge(c, d->n * 64)); /* each insertion looks at every key before it */
             if (!rlx_jv_dict_set(c->arena, d, init.dict->keys[i], init.dict->vals[i])) return rlx_jinja_oom(c);
+        }
     }
-    for (size_t j = 0; j < a->n_kw; j++)
+    for (size_t j = 0; j < a->n_kw; j++) {
+        RLX_TRY(rlx_jinja_charge(c, d->n * 64));
         if (!rlx_jv_dict_set(c->arena, d, rlx_jv_cstr(a->kw_names[j]), a->kw[j])) return rlx_jinja_oom(c);
+    }
     *out = (rlx_jv){.kind = kind, .dict = d};
     return NULL;
 }
@@ -446,7 +450,8 @@ static rlx_status fn_mapping(rlx_jinja_ctx *c, const rlx_jinja_args *a, rlx_jv_k
 static rlx_status fn_raise(rlx_jinja_ctx *c, const rlx_jinja_args *a) {
     rlx_jv msg = rlx_jv_str("", 0);
     rlx_jinja_arg(a, 0, NULL, &msg);
-    RLX_TRY(rlx_jv_to_str(c->arena, msg, &msg));
+    rlx_status s = rlx_jv_to_str(c->arena, msg, &msg);
+    if (s) return rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
     return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "the template raised an exception: %.*s",
                           (int)(msg.s.n > 400 ? 400 : msg.s.n), msg.s.p);
 }

@@ -238,16 +238,30 @@ double rlx_jv_as_double(rlx_jv v) {
 static bool is_intlike(rlx_jv v) { return v.kind == RLX_JV_INT || v.kind == RLX_JV_BOOL; }
 static int64_t as_int(rlx_jv v) { return v.kind == RLX_JV_BOOL ? v.b : v.i; }
 
-/* Python ==, counting visited elements down from *budget: shared sublists can make a small value
- * enormous to walk ([[x] * 1000] * 1000), so the walk is bounded; at 0 it stops with false. */
-static bool equal_rec(rlx_jv a, rlx_jv b, uint64_t *budget) {
-    if (*budget == 0) return false;
-    (*budget)--;
+static rlx_status too_deep(const char *doing) {
+    return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: the value nests deeper than %d levels", doing, RLX_JINJA_MAX_DEPTH);
+}
+
+/* A bounded == walk: elements visited count down *budget (shared sublists can make a small value
+ * enormous to walk: [[x] * 1000] * 1000); containers more than RLX_JINJA_MAX_DEPTH deep stop it. */
+typedef struct eq_walk {
+    uint64_t *budget;
+    bool too_deep;
+} eq_walk;
+
+/* Python ==; false once the walk stops (budget spent or too deep). depth: containers entered. */
+static bool equal_rec(rlx_jv a, rlx_jv b, eq_walk *w, uint32_t depth) {
+    if (*w->budget == 0 || w->too_deep) return false;
+    (*w->budget)--;
     if (rlx_jv_is_number(a) && rlx_jv_is_number(b)) {
         if (is_intlike(a) && is_intlike(b)) return as_int(a) == as_int(b);
         return rlx_jv_as_double(a) == rlx_jv_as_double(b);
     }
     if (a.kind != b.kind) return false;
+    if ((a.kind == RLX_JV_LIST || a.kind == RLX_JV_DICT) && depth >= RLX_JINJA_MAX_DEPTH) {
+        w->too_deep = true;
+        return false;
+    }
     switch (a.kind) {
     case RLX_JV_UNDEFINED:
     case RLX_JV_NONE: return true;
@@ -255,17 +269,18 @@ static bool equal_rec(rlx_jv a, rlx_jv b, uint64_t *budget) {
     case RLX_JV_LIST:
         if (a.list->tuple != b.list->tuple || a.list->n != b.list->n) return false;
         for (size_t i = 0; i < a.list->n; i++)
-            if (!equal_rec(a.list->items[i], b.list->items[i], budget)) return false;
+            if (!equal_rec(a.list->items[i], b.list->items[i], w, depth + 1)) return false;
         return true;
     case RLX_JV_DICT:
         if (a.dict->n != b.dict->n) return false;
         for (size_t i = 0; i < a.dict->n; i++) {
             /* the key lookup walks b's keys (scalars: see rlx_jv_dict_set) */
-            *budget = *budget > b.dict->n ? *budget - b.dict->n : 0;
+            *w->budget = *w->budget > b.dict->n ? *w->budget - b.dict->n : 0;
             const rlx_jv *v = rlx_jv_dict_get(b.dict, a.dict->keys[i]);
-            if (!v || !equal_rec(a.dict->vals[i], *v, budget)) return false;
+            if (!v || !equal_rec(a.dict->vals[i], *v, w, depth + 1)) return false;
         }
         return true;
+    /* namespaces compare by identity, so a namespace holding itself never loops here */
     case RLX_JV_NAMESPACE: return a.dict == b.dict;
     case RLX_JV_MACRO: return a.macro == b.macro;
     case RLX_JV_FUNC: return a.func == b.func;
@@ -274,11 +289,16 @@ static bool equal_rec(rlx_jv a, rlx_jv b, uint64_t *budget) {
     }
 }
 
-bool rlx_jv_equal_within(rlx_jv a, rlx_jv b, uint64_t *budget) { return equal_rec(a, b, budget); }
+rlx_status rlx_jv_equal_within(rlx_jv a, rlx_jv b, bool *out, uint64_t *budget) {
+    eq_walk w = {.budget = budget};
+    *out = equal_rec(a, b, &w, 0);
+    return w.too_deep ? too_deep("comparing values") : NULL;
+}
 
 bool rlx_jv_equal(rlx_jv a, rlx_jv b) {
     uint64_t unbounded = UINT64_MAX;
-    return equal_rec(a, b, &unbounded);
+    eq_walk w = {.budget = &unbounded};
+    return equal_rec(a, b, &w, 0);
 }
 
 static int sign_of(double d) { return (d > 0) - (d < 0); }
@@ -287,7 +307,8 @@ static rlx_status budget_spent(void) {
     return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "comparing the values took more than the step limit");
 }
 
-rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget) {
+/* Python ordering; depth: the lists entered so far. */
+static rlx_status compare_rec(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget, uint32_t depth) {
     if (*budget == 0) return budget_spent();
     (*budget)--;
     if (rlx_jv_is_number(a) && rlx_jv_is_number(b)) {
@@ -304,10 +325,13 @@ rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget) {
         return NULL;
     }
     if (a.kind == RLX_JV_LIST && b.kind == RLX_JV_LIST) {
+        if (depth >= RLX_JINJA_MAX_DEPTH) return too_deep("ordering values");
+        eq_walk w = {.budget = budget};
         for (size_t i = 0; i < a.list->n && i < b.list->n; i++) {
-            bool same = equal_rec(a.list->items[i], b.list->items[i], budget);
+            bool same = equal_rec(a.list->items[i], b.list->items[i], &w, depth + 1);
             if (*budget == 0) return budget_spent();
-            if (!same) return rlx_jv_compare(a.list->items[i], b.list->items[i], cmp, budget);
+            if (w.too_deep) return too_deep("ordering values");
+            if (!same) return compare_rec(a.list->items[i], b.list->items[i], cmp, budget, depth + 1);
         }
         *cmp = (a.list->n > b.list->n) - (a.list->n < b.list->n);
         return NULL;
@@ -315,6 +339,8 @@ rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget) {
     return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cannot order a value of type '%s' against one of type '%s'",
                       rlx_jv_type_name(a), rlx_jv_type_name(b));
 }
+
+rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget) { return compare_rec(a, b, cmp, budget, 0); }
 
 /* ---- str() / repr() ---- */
 
@@ -389,7 +415,33 @@ static bool write_str_repr(rlx_jinja_buf *b, const char *p, size_t n) {
     return rlx_jinja_buf_putc(b, q);
 }
 
-static bool write_value(rlx_jinja_buf *b, rlx_jv v, bool repr) {
+/* str()/repr() of nested values: the containers being printed, outermost first. Past
+ * RLX_JINJA_MAX_DEPTH the walk stops; when the container met there is already on the path, the
+ * value contains itself and the error says so. */
+typedef struct print_walk {
+    rlx_jinja_buf *b;
+    const void *path[RLX_JINJA_MAX_DEPTH];
+    uint32_t depth;
+    rlx_status err; /* set when the walk stopped for depth or a cycle (not for a full buffer) */
+} print_walk;
+
+static bool print_enter(print_walk *w, const void *container) {
+    if (w->depth < RLX_JINJA_MAX_DEPTH) {
+        w->path[w->depth++] = container;
+        return true;
+    }
+    for (uint32_t i = 0; i < w->depth; i++)
+        if (w->path[i] == container) {
+            w->err = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "printing a value: it contains itself (a cycle, e.g. a "
+                                                          "namespace assigned to its own attribute)");
+            return false;
+        }
+    w->err = too_deep("printing a value");
+    return false;
+}
+
+static bool write_value(print_walk *w, rlx_jv v, bool repr) {
+    rlx_jinja_buf *b = w->b;
     char num[32];
     switch (v.kind) {
     case RLX_JV_UNDEFINED: return true;
@@ -402,22 +454,24 @@ static bool write_value(rlx_jinja_buf *b, rlx_jv v, bool repr) {
     case RLX_JV_STR: return repr ? write_str_repr(b, v.s.p, v.s.n) : rlx_jinja_buf_append(b, v.s.p, v.s.n);
     case RLX_JV_LIST: {
         const rlx_jv_list *l = v.list;
-        if (!rlx_jinja_buf_putc(b, l->tuple ? '(' : '[')) return false;
+        if (!print_enter(w, l) || !rlx_jinja_buf_putc(b, l->tuple ? '(' : '[')) return false;
         for (size_t i = 0; i < l->n; i++)
-            if ((i && !buf_puts(b, ", ")) || !write_value(b, l->items[i], true)) return false;
+            if ((i && !buf_puts(b, ", ")) || !write_value(w, l->items[i], true)) return false;
         if (l->tuple && l->n == 1 && !rlx_jinja_buf_putc(b, ',')) return false;
+        w->depth--;
         return rlx_jinja_buf_putc(b, l->tuple ? ')' : ']');
     }
     case RLX_JV_NAMESPACE:
-        if (!buf_puts(b, "<Namespace ")) return false;
-        /* fall through */
     case RLX_JV_DICT: {
         const rlx_jv_dict *d = v.dict;
+        if (!print_enter(w, d)) return false;
+        if (v.kind == RLX_JV_NAMESPACE && !buf_puts(b, "<Namespace ")) return false;
         if (!rlx_jinja_buf_putc(b, '{')) return false;
         for (size_t i = 0; i < d->n; i++)
-            if ((i && !buf_puts(b, ", ")) || !write_value(b, d->keys[i], true) || !buf_puts(b, ": ") ||
-                !write_value(b, d->vals[i], true))
+            if ((i && !buf_puts(b, ", ")) || !write_value(w, d->keys[i], true) || !buf_puts(b, ": ") ||
+                !write_value(w, d->vals[i], true))
                 return false;
+        w->depth--;
         return rlx_jinja_buf_putc(b, '}') && (v.kind == RLX_JV_DICT || rlx_jinja_buf_putc(b, '>'));
     }
     case RLX_JV_MACRO: return buf_puts(b, "<macro>");
@@ -427,8 +481,16 @@ static bool write_value(rlx_jinja_buf *b, rlx_jv v, bool repr) {
     return true;
 }
 
-bool rlx_jv_write_str(rlx_jinja_buf *b, rlx_jv v) { return write_value(b, v, false); }
-bool rlx_jv_write_repr(rlx_jinja_buf *b, rlx_jv v) { return write_value(b, v, true); }
+static rlx_status write_top(rlx_jinja_buf *b, rlx_jv v, bool repr) {
+    print_walk w = {.b = b};
+    if (write_value(&w, v, repr)) return NULL;
+    if (w.err) return w.err;
+    return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "printing a %s: the text passed the template memory limit",
+                      rlx_jv_type_name(v));
+}
+
+rlx_status rlx_jv_write_str(rlx_jinja_buf *b, rlx_jv v) { return write_top(b, v, false); }
+rlx_status rlx_jv_write_repr(rlx_jinja_buf *b, rlx_jv v) { return write_top(b, v, true); }
 
 rlx_status rlx_jv_to_str(rlx_jinja_arena *a, rlx_jv v, rlx_jv *out) {
     if (v.kind == RLX_JV_STR) {
@@ -441,9 +503,11 @@ rlx_status rlx_jv_to_str(rlx_jinja_arena *a, rlx_jv v, rlx_jv *out) {
     }
     rlx_jinja_buf b = {.limit = a->limit};
     char *s = NULL;
-    if (rlx_jv_write_str(&b, v)) s = rlx_jinja_strndup(a, b.p ? b.p : "", b.n);
+    rlx_status err = rlx_jv_write_str(&b, v);
+    if (!err) s = rlx_jinja_strndup(a, b.p ? b.p : "", b.n);
     size_t n = b.n;
     rlx_jinja_buf_free(&b);
+    if (err) return err;
     if (!s)
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "converting a %s to a string: out of template memory",
                           rlx_jv_type_name(v));
@@ -547,16 +611,20 @@ static rlx_status json_dict(rlx_jinja_buf *b, const rlx_jv_dict *d, const rlx_jv
 }
 
 static rlx_status json_value(rlx_jinja_buf *b, rlx_jv v, const rlx_jv_json_opts *o, int level) {
-    if (level > 512) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "tojson: value nests deeper than 512 levels");
+    char num[32];
     bool ok = true;
+    if ((v.kind == RLX_JV_LIST || v.kind == RLX_JV_DICT) && level >= RLX_JINJA_MAX_DEPTH) return too_deep("tojson");
     switch (v.kind) {
     case RLX_JV_NONE: ok = buf_puts(b, "null"); break;
     case RLX_JV_BOOL: ok = buf_puts(b, v.b ? "true" : "false"); break;
-    case RLX_JV_INT: ok = rlx_jv_write_str(b, v); break;
+    case RLX_JV_INT:
+        snprintf(num, sizeof num, "%" PRId64, v.i);
+        ok = buf_puts(b, num);
+        break;
     case RLX_JV_FLOAT:
         if (isnan(v.f)) ok = buf_puts(b, "NaN");
         else if (isinf(v.f)) ok = buf_puts(b, v.f < 0 ? "-Infinity" : "Infinity");
-        else ok = rlx_jv_write_str(b, v);
+        else ok = write_float(b, v.f);
         break;
     case RLX_JV_STR: ok = json_write_string(b, v.s.p, v.s.n, o->ensure_ascii); break;
     case RLX_JV_LIST: {
@@ -583,7 +651,7 @@ rlx_status rlx_jv_write_json(rlx_jinja_buf *b, rlx_jv v, const rlx_jv_json_opts 
 }
 
 static rlx_status from_json(rlx_jinja_arena *a, const json_t *j, rlx_jv *out, int depth) {
-    if (depth > 512) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "JSON value nests deeper than 512 levels");
+    if ((json_is_array(j) || json_is_object(j)) && depth >= RLX_JINJA_MAX_DEPTH) return too_deep("converting JSON");
     switch (json_typeof(j)) {
     case JSON_NULL: *out = rlx_jv_none(); return NULL;
     case JSON_TRUE: *out = rlx_jv_bool(true); return NULL;

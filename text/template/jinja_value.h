@@ -14,6 +14,12 @@
 
 #include "rlx/status.h"
 
+/* How deep any recursive walk may go: over values (str(), repr(), ==, ordering, tojson, JSON
+ * input) and over the template (nested evaluation, macro calls, filters calling filters). One
+ * bound for all, so a hostile template meets a clear error long before the C stack runs out.
+ * Real values nest a few levels; recursive macros over tool schemas a few dozen. */
+#define RLX_JINJA_MAX_DEPTH 1000
+
 typedef struct rlx_jinja_block rlx_jinja_block;
 
 typedef struct rlx_jinja_arena {
@@ -118,25 +124,29 @@ bool rlx_jv_is_number(rlx_jv v); /* int, float or bool (a Python int) */
 double rlx_jv_as_double(rlx_jv v);
 /* Python ==, recursive over lists and dicts; an undefined equals only an undefined. The walk
  * counts visited elements down from *budget and stops (false, *budget == 0) when it runs out:
- * values that share sublists can be far bigger to walk than to store. */
-bool rlx_jv_equal_within(rlx_jv a, rlx_jv b, uint64_t *budget);
-/* Unbounded ==, for scalars (dict keys). */
+ * values that share sublists can be far bigger to walk than to store. Values nested deeper
+ * than RLX_JINJA_MAX_DEPTH are an error (RLX_ERR_INVALID_ARGUMENT), as is a spent budget. */
+rlx_status rlx_jv_equal_within(rlx_jv a, rlx_jv b, bool *out, uint64_t *budget);
+/* Unbounded ==, for scalars (dict keys); a container nested too deep compares unequal. */
 bool rlx_jv_equal(rlx_jv a, rlx_jv b);
 /* Python ordering: numbers, strings (code point order = UTF-8 byte order) and lists of those.
  * *cmp is <0, 0 or >0. An error names the two types, as Python's TypeError does, or says the
- * budget (as for rlx_jv_equal_within) ran out. */
+ * budget (as for rlx_jv_equal_within) ran out or the lists nest deeper than RLX_JINJA_MAX_DEPTH. */
 rlx_status rlx_jv_compare(rlx_jv a, rlx_jv b, int *cmp, uint64_t *budget);
 
 /* Python str() (strings as themselves, None, True, [1, 'a'], {'k': 1}, shortest float repr) and
- * repr() (strings quoted), appended to b. False when b refuses more bytes. */
-bool rlx_jv_write_str(rlx_jinja_buf *b, rlx_jv v);
-bool rlx_jv_write_repr(rlx_jinja_buf *b, rlx_jv v);
+ * repr() (strings quoted), appended to b. Errors: RLX_ERR_OUT_OF_MEMORY when b refuses more
+ * bytes; RLX_ERR_INVALID_ARGUMENT for a value nested deeper than RLX_JINJA_MAX_DEPTH or one that
+ * contains itself (a namespace holding itself is the only way to build a cycle). */
+rlx_status rlx_jv_write_str(rlx_jinja_buf *b, rlx_jv v);
+rlx_status rlx_jv_write_repr(rlx_jinja_buf *b, rlx_jv v);
 /* str(v) as an arena string (strings are returned as they are, without a copy). */
 rlx_status rlx_jv_to_str(rlx_jinja_arena *a, rlx_jv v, rlx_jv *out);
 
 /* json.dumps(v, ensure_ascii, indent, separators, sort_keys), as transformers' tojson filter calls
  * it. indent < 0: no newlines. item_sep / key_sep NULL: Python's defaults (", " or "," with an
- * indent, and ": "). Fails on undefined, macros and functions (not JSON-serializable). */
+ * indent, and ": "). Fails on undefined, macros and functions (not JSON-serializable), and on
+ * values nested deeper than RLX_JINJA_MAX_DEPTH. */
 typedef struct rlx_jv_json_opts {
     int indent;
     bool ensure_ascii;
