@@ -1,12 +1,18 @@
 /* Fuzz target for chat templates: the input is a template; it is parsed and, when that succeeds,
- * rendered with a small fixed conversation (with and without the generation prompt), tight
- * bounds, and a fixed time. Any input must end in output or an error status, never a crash, a
- * hang or a leak. Seeds: tests/corpus/chat_template/ (small templates and fragments). */
+ * rendered with a small fixed conversation (with and without the generation prompt), a fixed
+ * time, and production's bounds (the render options' defaults, RLX_CHAT_TEMPLATE_DEFAULT_*), so
+ * a small template can reach what production reaches: values nested to the depth limit, long
+ * loops, big strings. Inputs are capped at MAX_INPUT bytes to keep each run short; real
+ * templates are a few KiB. Any input must end in output or an error status, never a crash, a
+ * hang or a leak. Seeds: tests/corpus/chat_template/ (small templates and fragments, and
+ * regressions: deep values, cycles, runaway source, 64-bit arithmetic edges). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "rlx/chat_template.h"
+
+#define MAX_INPUT ((size_t)64 << 10)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,6 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"assistant", "<think>\nhm\n</think>\n\nHello!", "{\"tool_calls\": [{\"function\": {\"name\": \"f\", \"arguments\": {\"x\": [1, 2.5]}}}]}"},
         {"user", "Bye", NULL},
     };
+    if (size > MAX_INPUT) return 0;
     rlx_chat_template *t = NULL;
     rlx_status s = rlx_chat_template_parse((const char *)data, size, "fuzz", &t);
     if (s) {
@@ -31,9 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             .extra_vars_json = "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
             .fixed_time = true,
             .now_unix = 1727222400,
-            .max_output_bytes = 1 << 16,
-            .max_memory_bytes = 1 << 22,
-            .max_steps = 200000,
+            /* max_output_bytes, max_memory_bytes, max_steps: 0, production's defaults */
         };
         char *out = NULL;
         s = rlx_chat_template_render(t, msgs, sizeof msgs / sizeof msgs[0], &o, &out, NULL);
