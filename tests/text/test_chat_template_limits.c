@@ -119,6 +119,34 @@ static void deep_values(void) {
     free(json);
 }
 
+/* JSON from the caller (extra_vars_json, a message's extra_json) nests under the same bound. */
+static void deep_json(void) {
+    rlx_chat_template *t = NULL;
+    const char *tpl = "{{ x }}|{{ messages[0].y|tojson }}";
+    if (!T_OK(rlx_chat_template_parse(tpl, strlen(tpl), "t", &t))) return;
+    char *inner = nested_text(RLX_JINJA_MAX_DEPTH - 1, "[", "1", "]"), *deeper = nested_text(1500, "[", "1", "]");
+    size_t n = strlen(deeper) + 64;
+    char *vars = malloc(n), *extra = malloc(n), *want = malloc(2 * n), *out = NULL;
+    /* x is the object's field: inside the object, the list may nest 999 deep */
+    snprintf(vars, n, "{\"x\": %s}", inner);
+    snprintf(extra, n, "{\"y\": %s}", inner);
+    snprintf(want, 2 * n, "%s|%s", inner, inner);
+    rlx_chat_message m = {"user", "hi", extra};
+    rlx_chat_render_opts o = {.extra_vars_json = vars};
+    if (T_OK(rlx_chat_template_render(t, &m, 1, &o, &out, NULL)))
+        T_CHECK(strcmp(out, want) == 0, "JSON nested %d deep did not render as itself", RLX_JINJA_MAX_DEPTH - 1);
+    free(out);
+    snprintf(vars, n, "{\"x\": %s}", deeper);
+    T_ERR(rlx_chat_template_render(t, &m, 1, &o, &out, NULL), RLX_ERR_INVALID_ARGUMENT,
+          "extra_vars_json: field 'x': converting JSON: the value nests deeper than 1000 levels");
+    snprintf(vars, n, "{}");
+    snprintf(extra, n, "{\"y\": %s}", deeper);
+    T_ERR(rlx_chat_template_render(t, &m, 1, &o, &out, NULL), RLX_ERR_INVALID_ARGUMENT,
+          "chat message 0: field 'y': converting JSON: the value nests deeper than 1000 levels");
+    free(inner), free(deeper), free(vars), free(extra), free(want);
+    rlx_chat_template_destroy(t);
+}
+
 /* A namespace can hold itself (`set ns.a = ns`); printing it meets itself and says so. The render's
  * arena owns every value, so freeing the cycle is freeing the arena (LeakSanitizer checks). */
 static void cycles(void) {
@@ -247,6 +275,7 @@ static void arithmetic(void) {
 
 int main(void) {
     deep_values();
+    deep_json();
     cycles();
     deep_source();
     arithmetic();

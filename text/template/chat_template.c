@@ -322,7 +322,8 @@ static rlx_status put_json_fields(rlx_jinja_arena *a, rlx_jv_dict *d, json_t *ob
         char *k = rlx_jinja_strndup(a, key, strlen(key));
         if (!k) return oom("building the template variables");
         rlx_jv v;
-        RLX_TRY(rlx_jv_from_json(a, val, &v));
+        rlx_status s = rlx_jv_from_json(a, val, &v);
+        if (s) return rlx_status_annotate(s, "field '%s'", key);
         RLX_TRY(put(a, d, k, v));
     }
     return NULL;
@@ -368,7 +369,7 @@ static rlx_status build_globals(const rlx_chat_template *t, rlx_jinja_arena *a, 
         RLX_TRY(parse_json_object(o->extra_vars_json, "extra_vars_json", &extra));
         rlx_status s = put_json_fields(a, g, extra, NULL);
         json_decref(extra);
-        RLX_TRY(s);
+        if (s) return rlx_status_annotate(s, "extra_vars_json");
     }
     *out = g;
     return NULL;
