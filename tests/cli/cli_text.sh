@@ -51,6 +51,11 @@ expect_exit 2 "unknown option" run --bogus
 expect_exit 1 "cannot open" run -f "$tmp/nonexistent.txt"
 expect_exit 1 "no chat template" chat -m "$model"
 expect_exit 1 "outside the vocabulary" run --tokens 1,99999 -n 2
+# a hostile --chat-template (a namespace holding itself): exit 1 and one error line, not a crash
+printf '{%% set ns = namespace(a=1) %%}{%% set ns.a = ns %%}{{ ns }}' >"$tmp/cycle.jinja"
+check; echo hi | "$RLX" chat -m "$model" --chat-template "$tmp/cycle.jinja" -n 2 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "chat with a cyclic template: exit $rc, want 1 ($(cat "$tmp/err"))"
+check; [ "$(grep -c 'contains itself (a cycle' "$tmp/err")" = 1 ] || fail "chat with a cyclic template: $(cat "$tmp/err")"
 # invalid UTF-8 is replaced by U+FFFD (the tokenizer's documented policy), not rejected
 check; "$RLX" run -p "$(printf 'bad \xff\xfe bytes')" -n 2 --seed 1 >/dev/null 2>"$tmp/err" || fail "invalid UTF-8 prompt: $(cat "$tmp/err")"
 
