@@ -273,11 +273,25 @@ static void arithmetic(void) {
     expect_text("{{ '1e999'|float }} {{ '0x10'|float(2.5) }} {{ ' 2.5 '|float }}", "inf 2.5 2.5");
 }
 
+/* A caller's step bound near 2**64 must not wrap the work range() is charged (count x 64 bytes). */
+static void huge_step_bound(void) {
+    rlx_chat_template *t = NULL;
+    const char *tpl = "{{ range(4611686018427387904)|length }}";
+    if (!T_OK(rlx_chat_template_parse(tpl, strlen(tpl), "t", &t))) return;
+    rlx_chat_message m = {"user", "hi", NULL};
+    rlx_chat_render_opts o = {.max_steps = UINT64_MAX};
+    char *out = NULL;
+    T_ERR(rlx_chat_template_render(t, &m, 1, &o, &out, NULL), RLX_ERR_INVALID_ARGUMENT,
+          "range() of 4611686018427387904 numbers is more than the step limit allows");
+    rlx_chat_template_destroy(t);
+}
+
 int main(void) {
     deep_values();
     deep_json();
     cycles();
     deep_source();
     arithmetic();
+    huge_step_bound();
     return t_summary("test_chat_template_limits");
 }

@@ -412,7 +412,7 @@ static rlx_status fn_range(rlx_jinja_ctx *c, const rlx_jinja_args *a, rlx_jv *ou
                            : (start > stop ? (uint64_t)start - (uint64_t)stop : 0);
     uint64_t mag = st > 0 ? (uint64_t)st : (uint64_t)0 - (uint64_t)st;
     uint64_t count = span ? (span - 1) / mag + 1 : 0;
-    if (count > c->lim.max_steps)
+    if (count > c->lim.max_steps || count > SIZE_MAX / 64) /* the charge below is count * 64 bytes */
         return rlx_jinja_fail(c, RLX_ERR_INVALID_ARGUMENT, "range() of %llu numbers is more than the step limit allows",
                               (unsigned long long)count);
     RLX_TRY(rlx_jinja_charge(c, count * 64));
