@@ -9,28 +9,18 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "default_model.h"
 
-static bool readable(const char *path) {
-    return access(path, R_OK) == 0;
-}
-
-const char *rlx_cli_default_model(void) {
-    static char path[PATH_MAX + 64];
+rlx_status rlx_cli_default_model(const char **out) {
+    static char path[PATH_MAX];
     const char *env = getenv("RLX_DEFAULT_MODEL");
-    if (env && *env) return env;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        static const char *rel[] = {"../models/stories260K.gguf", "../share/rlx/stories260K.gguf"};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
-            if (readable(path)) return path;
-        }
+    if (env && *env) {
+        *out = env;
+        return NULL;
     }
-    return RLX_SOURCE_DIR "/models/stories260K.gguf";
+    RLX_TRY(rlx_default_model_path(path, sizeof path));
+    *out = path;
+    return NULL;
 }
 
 typedef struct {

@@ -11,9 +11,9 @@
 #include "rlx/runner.h"
 #include "rlx/tokenizer.h"
 
-/* models/stories260K.gguf: $RLX_DEFAULT_MODEL, else beside the executable (../models/ of a build
- * directory in the checkout, or ../share/rlx/), else the source tree the binary was built from. */
-const char *rlx_cli_default_model(void);
+/* The model `rlx` and `rlx run` / `rlx chat` without -m use: $RLX_DEFAULT_MODEL, else
+ * models/stories260K.gguf as linked into the binary (tools/default_model.c). */
+rlx_status rlx_cli_default_model(const char **out);
 
 /* rlx_runner_open, with a progress line on stderr once loading (mapping, checking, uploading to
  * the GPU) has taken over a second and stderr is a terminal. The loader reports no fraction done,

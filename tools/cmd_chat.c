@@ -188,7 +188,7 @@ static rlx_status chat_loop(chat *c) {
 }
 
 static rlx_status open_chat(chat *c, chat_args *a) {
-    if (!a->m.model) a->m.model = rlx_cli_default_model();
+    if (!a->m.model) RLX_TRY(rlx_cli_default_model(&a->m.model));
     RLX_TRY(rlx_tokenizer_open(a->m.model, &c->tok));
     rlx_status s = rlx_chat_template_open(a->template_file ? a->template_file : a->m.model, &c->tmpl);
     if (s && rlx_status_code(s) == RLX_ERR_NOT_FOUND && !a->template_file)

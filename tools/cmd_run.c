@@ -177,7 +177,7 @@ static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer 
 }
 
 static rlx_status run(run_args *a) {
-    if (!a->m.model) a->m.model = rlx_cli_default_model();
+    if (!a->m.model) RLX_TRY(rlx_cli_default_model(&a->m.model));
     if (!a->seed_given) {
         a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         fprintf(stderr, "rlx run: seed %llu\n", (unsigned long long)a->sample.seed);

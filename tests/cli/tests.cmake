@@ -15,6 +15,14 @@ rlx_add_script_test(NAME getenv_rule SCRIPT getenv_rule.sh LABELS unit)
 # ... and no include climbs past the layer rule's include roots
 rlx_add_script_test(NAME include_rule SCRIPT include_rule.sh LABELS unit)
 
+# cmake --install: the installed rlx runs its linked-in default model from another directory, and
+# programs build against the installed librlx (pkg-config, find_package)
+rlx_add_script_test(NAME cli_install SCRIPT install.sh LABELS e2e)
+if(RLX_FUZZ OR RLX_SANITIZE)
+  # a sanitized librlx needs the sanitizer's runtime in whatever links it: the probes are skipped
+  set_property(TEST cli_install APPEND PROPERTY ENVIRONMENT RLX_BUILD_SANITIZED=1)
+endif()
+
 # rlx bench (tools/cmd_bench.c): the CLI on the embedded stories260K, on the CPU backend and on
 # Vulkan (lavapipe in CI, validation layer on). Each run keeps its bandwidth cache in a temporary
 # XDG_CACHE_HOME (the script sets it), so the measure-then-reuse path is exercised every time.
