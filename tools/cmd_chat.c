@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_input.h"
 #include "cli_sampling.h"
 #include "cli_text.h"
 #include "cli_util.h"
@@ -24,7 +25,8 @@ static void usage(FILE *f) {
             "Talks with a model through its chat template. Type a message and press Enter; the answer\n"
             "streams to stdout. Ctrl-C stops the answer being generated, Ctrl-D exits. The conversation\n"
             "stays in the KV cache between turns, so earlier turns are not processed again. With stdin\n"
-            "not a terminal, every line read is one turn (no prompt is shown).\n"
+            "not a terminal, every line read is one turn (no prompt is shown). A line holds at most\n"
+            RLX_CLI_MAX_TEXT_HELP " (more is an error).\n"
             "\n"
             "options:\n"
             "  -m, --model PATH       a GGUF file or an HF model directory (default: the embedded model,\n"
@@ -176,11 +178,14 @@ static rlx_status chat_loop(chat *c) {
             fputs("> ", stderr);
             fflush(stderr);
         }
-        ssize_t len = getline(&line, &cap, stdin);
-        if (len < 0) break; /* Ctrl-D or end of input */
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        size_t len = 0;
+        bool got = false;
+        if ((s = rlx_cli_read_line(stdin, "standard input", RLX_CLI_MAX_TEXT_BYTES, &line, &cap, &len, &got)))
+            break;
+        if (!got) break; /* Ctrl-D or end of input */
+        while (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
         if (len == 0) continue;
-        if ((s = conversation_add(&c->conv, "user", line, (size_t)len)) || (s = turn(c))) break;
+        if ((s = conversation_add(&c->conv, "user", line, len)) || (s = turn(c))) break;
     }
     free(line);
     if (tty && !s) fputc('\n', stderr);

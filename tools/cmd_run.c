@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_input.h"
 #include "cli_sampling.h"
 #include "cli_text.h"
 #include "cli_util.h"
@@ -25,7 +26,8 @@ static void usage(FILE *f) {
             "options:\n"
             "  -m, --model PATH     a GGUF file or an HF model directory (default: the embedded model)\n"
             "  -p, --prompt TEXT    the prompt (UTF-8; invalid bytes become U+FFFD)\n"
-            "  -f, --file FILE      read the prompt from FILE\n"
+            "  -f, --file FILE      read the prompt from FILE ('-': standard input), at most\n"
+            "                       " RLX_CLI_MAX_TEXT_HELP " (more is an error)\n"
             "  --tokens IDS         the prompt as comma-separated token ids instead of text\n"
             "  -n, --n-predict N    tokens to generate at most (default %d)\n"
             "  --special            parse control-token text in the prompt (e.g. <|im_start|>) as tokens\n"
@@ -47,6 +49,8 @@ typedef struct {
     rlx_sample_opts sample;
     bool seed_given;
     const char *prompt, *prompt_file;
+    char *file_text; /* owned: the text of prompt_file */
+    const char *text; /* the prompt text: prompt, file_text or the default */
     int32_t n_new;
     bool special, no_bos, help;
 } run_args;
@@ -102,37 +106,6 @@ static rlx_status parse(int argc, char **argv, run_args *a) {
     return NULL;
 }
 
-static rlx_status read_file(const char *path, char **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return rlx_errorf(RLX_ERR_IO, "prompt file '%s': cannot open", path);
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 4097) {
-            cap = (len + 4097) * 2;
-            char *p = realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt file '%s' of more than %zu bytes", path, len);
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return rlx_errorf(RLX_ERR_IO, "prompt file '%s': read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return NULL;
-}
-
 /* The prompt as ids, and the text to echo (the decoded ids when the prompt came as --tokens). */
 static rlx_status prompt_ids(const run_args *a, const rlx_tokenizer *tok, int32_t **ids, int32_t *n, char **echo) {
     if (a->m.ids) {
@@ -143,9 +116,7 @@ static rlx_status prompt_ids(const run_args *a, const rlx_tokenizer *tok, int32_
         size_t len;
         return rlx_tokenizer_decode(tok, *ids, (size_t)*n, 0, echo, &len);
     }
-    if (a->prompt_file) RLX_TRY(read_file(a->prompt_file, echo));
-    else if (!(*echo = strdup(a->prompt ? a->prompt : DEFAULT_PROMPT)))
-        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt");
+    if (!(*echo = strdup(a->text))) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "prompt");
     return rlx_cli_tokenize_prompt(tok, *echo, !a->no_bos, a->special, ids, n);
 }
 
@@ -182,6 +153,10 @@ static rlx_status run(run_args *a) {
         a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         fprintf(stderr, "rlx run: seed %llu\n", (unsigned long long)a->sample.seed);
     }
+    /* the prompt file first: a missing one must not cost a model load */
+    size_t len = 0;
+    if (a->prompt_file) RLX_TRY(rlx_cli_read_text(a->prompt_file, RLX_CLI_MAX_TEXT_BYTES, &a->file_text, &len));
+    a->text = a->file_text ? a->file_text : a->prompt ? a->prompt : DEFAULT_PROMPT;
     rlx_tokenizer *tok = NULL;
     RLX_TRY(rlx_tokenizer_open(a->m.model, &tok));
     rlx_runner *r = NULL;
@@ -205,5 +180,6 @@ int rlx_cmd_run(int argc, char **argv) {
     }
     s = run(&a);
     free(a.m.ids);
+    free(a.file_text);
     return s ? rlx_cli_fail("run", s, false) : RLX_EXIT_OK;
 }

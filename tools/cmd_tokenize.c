@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_input.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "text/tokenizer/tokenizer_utf8.h"
@@ -25,7 +26,8 @@ static void tokenize_usage(FILE *f) {
             "\n"
             "options:\n" MODEL_HELP
             "  -p, --prompt TEXT    the text\n"
-            "  -f, --file FILE      read the text from FILE ('-': standard input)\n"
+            "  -f, --file FILE      read the text from FILE ('-': standard input), at most\n"
+            "                       " RLX_CLI_MAX_TEXT_HELP " (more is an error)\n"
             "  --no-bos             add nothing around the text\n"
             "  --special            recognise control tokens written in the text (<|im_start|>, <s>);\n"
             "                       without it their text is tokenized like any other\n"
@@ -128,32 +130,6 @@ static rlx_status parse(int argc, char **argv, bool detok, tok_args *a) {
     return NULL;
 }
 
-static rlx_status read_all(const char *path, char **data, size_t *len) {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return rlx_errorf(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *p = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!p) free(buf);
-            buf = p;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f);
-    if (f != stdin) fclose(f);
-    if (!buf) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "'%s': out of memory reading the text", path);
-    if (failed) {
-        free(buf);
-        return rlx_errorf(RLX_ERR_IO, "read error on '%s'", path);
-    }
-    *data = buf;
-    *len = n;
-    return NULL;
-}
-
 static size_t count_invalid_bytes(const char *s, size_t n) {
     size_t bad = 0;
     for (size_t i = 0; i < n;) {
@@ -206,7 +182,7 @@ static rlx_status print_tokens(const rlx_tokenizer *t, const int32_t *ids, size_
 static rlx_status tokenize(const tok_args *a) {
     char *text = NULL;
     size_t len = 0;
-    if (a->file) RLX_TRY(read_all(a->file, &text, &len));
+    if (a->file) RLX_TRY(rlx_cli_read_text(a->file, RLX_CLI_MAX_TEXT_BYTES, &text, &len));
     const char *src = a->file ? text : a->prompt;
     if (!a->file) len = strlen(a->prompt);
     size_t bad = count_invalid_bytes(src, len);

@@ -54,6 +54,8 @@ rlx_add_script_test(NAME cli_quantize SCRIPT cli_quantize.sh LABELS e2e)
 rlx_add_script_test(NAME cli_tokenize SCRIPT cli_tokenize.sh LABELS e2e)
 rlx_add_script_test(NAME cli_stories SCRIPT cli_stories.sh LABELS e2e)
 rlx_add_script_test(NAME cli_errors SCRIPT cli_errors.sh LABELS e2e)
+# Prompt files, standard input and chat lines are read with a size limit (tools/cli_input.c)
+rlx_add_script_test(NAME cli_input SCRIPT cli_input.sh LABELS e2e)
 
 # Option parsing (tools/cli_util.c: getopt_long, one table per command): every command's unknown
 # options, missing and bad values, --opt=value, refused abbreviations, against the messages and exit
