@@ -194,13 +194,14 @@ static rlx_status chat_loop(chat *c) {
 
 static rlx_status open_chat(chat *c, chat_args *a) {
     if (!a->m.model) RLX_TRY(rlx_cli_default_model(&a->m.model));
+    /* the model before its tokenizer: when -m names no model, the loader's error says why */
+    RLX_TRY(rlx_cli_open_runner(a->m.model, &a->m.opts, &c->r));
     RLX_TRY(rlx_tokenizer_open(a->m.model, &c->tok));
     rlx_status s = rlx_chat_template_open(a->template_file ? a->template_file : a->m.model, &c->tmpl);
     if (s && rlx_status_code(s) == RLX_ERR_NOT_FOUND && !a->template_file)
         return rlx_status_annotate(s, "'%s' has no chat template (give one with --chat-template FILE)", a->m.model);
     if (s) return s;
     RLX_TRY(rlx_cli_stream_init(&c->out, c->tok, stdout));
-    RLX_TRY(rlx_cli_open_runner(a->m.model, &a->m.opts, &c->r));
     if (a->system) RLX_TRY(conversation_add(&c->conv, "system", a->system, strlen(a->system)));
     return NULL;
 }

@@ -157,10 +157,11 @@ static rlx_status run(run_args *a) {
     size_t len = 0;
     if (a->prompt_file) RLX_TRY(rlx_cli_read_text(a->prompt_file, RLX_CLI_MAX_TEXT_BYTES, &a->file_text, &len));
     a->text = a->file_text ? a->file_text : a->prompt ? a->prompt : DEFAULT_PROMPT;
-    rlx_tokenizer *tok = NULL;
-    RLX_TRY(rlx_tokenizer_open(a->m.model, &tok));
+    /* the model before its tokenizer: when -m names no model, the loader's error says why */
     rlx_runner *r = NULL;
-    rlx_status s = rlx_cli_open_runner(a->m.model, &a->m.opts, &r);
+    RLX_TRY(rlx_cli_open_runner(a->m.model, &a->m.opts, &r));
+    rlx_tokenizer *tok = NULL;
+    rlx_status s = rlx_tokenizer_open(a->m.model, &tok);
     if (!s) s = generate_text(a, r, tok);
     rlx_runner_close(r);
     rlx_tokenizer_close(tok);

@@ -367,4 +367,11 @@ expect 2 "rlx run: option --n-predict needs a value" "run 'rlx run --help' for i
 expect 2 "rlx generate: -n: '=3' is not a whole number" "run 'rlx generate --help' for its options" generate -n=3
 help inspect -hx
 
+# Added with the hardening of run and chat (not from the old parser): a missing -m is the model's
+# error, not its tokenizer's, and a missing prompt file says why it cannot be opened (the C
+# library's text for ENOENT). --seed keeps the seed line off stderr.
+expect 1 "rlx run: model '/nonexistent': No such file or directory" "" run -m /nonexistent --seed 1
+expect 1 "rlx chat: model '/nonexistent': No such file or directory" "" chat -m /nonexistent --seed 1
+expect 1 "rlx run: cannot open '/nonexistent.txt': No such file or directory" "" run -f /nonexistent.txt --seed 1
+
 summary
