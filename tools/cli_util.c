@@ -216,6 +216,10 @@ rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_
         RLX_TRY(rlx_cli_parse_ids(p->name, p->value, &a->ids, &a->n_ids));
         break;
     case RLX_OPT_BACKEND:
+        /* the names rlx_runner_open takes; a typo is a bad argument, caught before any loading */
+        if (strcmp(p->value, "cpu") && strcmp(p->value, "vulkan"))
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a backend (expected cpu or vulkan)", p->name,
+                              p->value);
         a->opts.backend = p->value;
         break;
     case RLX_OPT_DEVICE:
@@ -234,6 +238,17 @@ rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_
 rlx_status rlx_cli_decode_ahead_option(const rlx_cli_parser *p, int opt, rlx_runner_opts *o, bool *matched) {
     *matched = opt == RLX_OPT_DECODE_AHEAD;
     return *matched ? rlx_cli_parse_i32(p->name, p->value, 1, RLX_DECODE_AHEAD_MAX, &o->decode_ahead) : NULL;
+}
+
+rlx_status rlx_cli_check_ids(rlx_cli_model_args *a, const rlx_runner *r) {
+    int32_t vocab = rlx_runner_vocab_size(r);
+    for (int32_t i = 0; a->ids && i < a->n_ids; i++) {
+        if (a->ids[i] < vocab) continue;
+        a->bad_ids = true;
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--tokens: item %d, id %d, is outside the vocabulary [0, %d) of '%s'",
+                          i + 1, a->ids[i], vocab, a->model);
+    }
+    return NULL;
 }
 
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a) {

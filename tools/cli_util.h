@@ -89,6 +89,7 @@ typedef struct rlx_cli_model_args {
     int32_t *ids;         /* owned (free()), n_ids; NULL until --tokens */
     int32_t n_ids;
     rlx_runner_opts opts; /* backend, device: borrowed from argv */
+    bool bad_ids;         /* set by rlx_cli_check_ids: its error is a usage error (exit 2) */
 } rlx_cli_model_args;
 
 #define RLX_CLI_MODEL_HELP                                                                         \
@@ -123,6 +124,10 @@ rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_
     "                       their tokens are reported, 1..64 (default 8; 1: each token as soon as\n" \
     "                       it is decoded)\n"
 rlx_status rlx_cli_decode_ahead_option(const rlx_cli_parser *p, int opt, rlx_runner_opts *o, bool *matched);
+/* --tokens against the open model's vocabulary: an id outside it is a bad argument like any other
+ * (exit 2), only found once the model is open; sets a->bad_ids when it fails. NULL ids: nothing
+ * to check. */
+rlx_status rlx_cli_check_ids(rlx_cli_model_args *a, const rlx_runner *r);
 /* Errors when -m or --tokens is missing. */
 rlx_status rlx_cli_model_check(const rlx_cli_model_args *a);
 

@@ -159,9 +159,6 @@ static rlx_status parse(int argc, char **argv, bench_args *a) {
     RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     if (!a->m.model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (a GGUF file or HF model directory)");
-    const char *be = a->m.opts.backend;
-    if (be && strcmp(be, "cpu") && strcmp(be, "vulkan"))
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--backend: '%s' is not a backend (expected cpu or vulkan)", be);
     /* llama-bench's defaults, each list on its own: -p 64 alone still runs tg128 */
     if (!a->pp) RLX_TRY(default_list(512, &a->pp, &a->n_pp));
     if (!a->tg) RLX_TRY(default_list(128, &a->tg, &a->n_tg));

@@ -114,11 +114,12 @@ static void report_speed(const rlx_runner *r, const progress *p, int32_t n_promp
                 decode > 0 ? (p->n - 1) / decode : 0.0);
 }
 
-static rlx_status run(const generate_args *a) {
+static rlx_status run(generate_args *a) {
     rlx_runner *r = NULL;
     RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &r)); /* its messages name the path */
     progress p = {.t_start = rlx_cli_now()};
-    rlx_status s = rlx_runner_generate(r, a->m.ids, a->m.n_ids, a->n_new, &a->sample, on_token, &p, NULL, NULL);
+    rlx_status s = rlx_cli_check_ids(&a->m, r);
+    if (!s) s = rlx_runner_generate(r, a->m.ids, a->m.n_ids, a->n_new, &a->sample, on_token, &p, NULL, NULL);
     double t_end = rlx_cli_now();
     if (p.n > 0) {
         printf("\n");
@@ -140,5 +141,5 @@ int rlx_cmd_generate(int argc, char **argv) {
     }
     s = run(&a);
     free(a.m.ids);
-    return s ? rlx_cli_fail("generate", s, false) : RLX_EXIT_OK;
+    return s ? rlx_cli_fail("generate", s, a.m.bad_ids) : RLX_EXIT_OK;
 }

@@ -87,11 +87,15 @@ static rlx_status write_f32_le(const char *path, const float *v, size_t n) {
     return ok ? NULL : rlx_errorf(RLX_ERR_IO, "writing %zu floats to '%s' failed", n, path);
 }
 
-static rlx_status run(const logits_args *a) {
+static rlx_status run(logits_args *a) {
     rlx_runner *r = NULL;
     RLX_TRY(rlx_runner_open(a->m.model, &a->m.opts, &r)); /* its messages name the path */
+    rlx_status s = rlx_cli_check_ids(&a->m, r);
+    if (s) {
+        rlx_runner_close(r);
+        return s;
+    }
     size_t vocab = (size_t)rlx_runner_vocab_size(r), rows = a->all ? (size_t)a->m.n_ids : 1, n;
-    rlx_status s = NULL;
     float *logits = NULL;
     if (__builtin_mul_overflow(rows, vocab, &n) || n > SIZE_MAX / sizeof(float) ||
         !(logits = malloc(n * sizeof *logits)))
@@ -122,5 +126,5 @@ int rlx_cmd_logits(int argc, char **argv) {
     }
     s = run(&a);
     free(a.m.ids);
-    return s ? rlx_cli_fail("logits", s, false) : RLX_EXIT_OK;
+    return s ? rlx_cli_fail("logits", s, a.m.bad_ids) : RLX_EXIT_OK;
 }

@@ -161,7 +161,8 @@ static rlx_status run(run_args *a) {
     rlx_runner *r = NULL;
     RLX_TRY(rlx_cli_open_runner(a->m.model, &a->m.opts, &r));
     rlx_tokenizer *tok = NULL;
-    rlx_status s = rlx_tokenizer_open(a->m.model, &tok);
+    rlx_status s = rlx_cli_check_ids(&a->m, r);
+    if (!s) s = rlx_tokenizer_open(a->m.model, &tok);
     if (!s) s = generate_text(a, r, tok);
     rlx_runner_close(r);
     rlx_tokenizer_close(tok);
@@ -182,5 +183,5 @@ int rlx_cmd_run(int argc, char **argv) {
     s = run(&a);
     free(a.m.ids);
     free(a.file_text);
-    return s ? rlx_cli_fail("run", s, false) : RLX_EXIT_OK;
+    return s ? rlx_cli_fail("run", s, a.m.bad_ids) : RLX_EXIT_OK;
 }

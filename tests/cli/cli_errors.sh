@@ -1,6 +1,6 @@
 #!/bin/bash
 # `rlx generate` / `rlx logits` on bad input: a clear message on stderr ("rlx <command>: ..."),
-# exit 2 for bad or missing arguments, exit 1 for errors from the library (unknown ids, a missing
+# exit 2 for bad or missing arguments (ids outside the vocabulary too), exit 1 for errors from the library (a missing
 # or malformed model, a prompt longer than the context), and never a crash (a signal: exit >= 128).
 # Runs on the embedded stories260K (vocab 512); the malformed GGUFs are patched copies of it.
 source "$(dirname "$0")/../support/lib.sh"
@@ -52,13 +52,15 @@ expect 2 "unknown option '--frobnicate'" -- "${G[@]}" --tokens 1,2 -n 4 --frobni
 expect 2 "missing -o" -- logits -m "$MODEL" --tokens 1,2
 expect 2 "unknown option" -- logits -m "$MODEL" --tokens 1,2 -o "$TMP/x.f32" --bogus
 
+# --tokens outside the vocabulary and an unknown --backend are bad arguments, exit 2 by the rule
+# above (they were exit 1 while only the library noticed them)
+expect 2 "--tokens: item 2, id 512, is outside the vocabulary [0, 512)" -- "${G[@]}" --tokens 1,512 -n 4
+expect 2 "--tokens: item 1, id 600, is outside the vocabulary [0, 512)" -- logits -m "$MODEL" --tokens 600,1 -o "$TMP/x.f32"
+expect 2 "--backend: 'bogus' is not a backend (expected cpu or vulkan)" -- generate -m "$MODEL" --backend bogus --tokens 1,2 -n 4
 # errors from the library: exit 1 with its message
-expect 1 "512" -- "${G[@]}" --tokens 1,512 -n 4
-expect 1 "512" -- logits -m "$MODEL" --tokens 600,1 -o "$TMP/x.f32"
 expect 1 "no such file" -- generate -m "$TMP/missing.gguf" --tokens 1 -n 4
 expect 1 "context" -- "${G[@]}" --ctx 4 --tokens 1,2,3,4,5 -n 1
 expect 1 "context" -- "${G[@]}" --ctx 8 --tokens 1,2,3,4,5,6 -n 8
-expect 1 "unknown backend 'bogus'" -- generate -m "$MODEL" --backend bogus --tokens 1,2 -n 4
 expect 1 "x.f32" -- logits -m "$MODEL" --tokens 1,2 -o "$TMP/no/such/dir/x.f32"
 
 # A GGUF whose metadata no longer matches its tensors: llama.embedding_length doubled in place.

@@ -373,5 +373,15 @@ help inspect -hx
 expect 1 "rlx run: model '/nonexistent': No such file or directory" "" run -m /nonexistent --seed 1
 expect 1 "rlx chat: model '/nonexistent': No such file or directory" "" chat -m /nonexistent --seed 1
 expect 1 "rlx run: cannot open '/nonexistent.txt': No such file or directory" "" run -f /nonexistent.txt --seed 1
+# An unknown --backend and a --tokens id outside the model's vocabulary are bad arguments: exit 2 by
+# the rule of every other bad argument (the old parser left both to the library, exit 1).
+expect 2 "rlx run: --backend: 'foo' is not a backend (expected cpu or vulkan)" "run 'rlx run --help' for its options" run --backend foo
+expect 2 "rlx chat: --backend: 'foo' is not a backend (expected cpu or vulkan)" "run 'rlx chat --help' for its options" chat --backend=foo
+expect 2 "rlx generate: --backend: '' is not a backend (expected cpu or vulkan)" "run 'rlx generate --help' for its options" generate --backend= -m x --tokens 1 -n 1
+expect 2 "rlx logits: --backend: 'gpu' is not a backend (expected cpu or vulkan)" "run 'rlx logits --help' for its options" logits --backend gpu
+expect 2 "rlx bench: --backend: 'foo' is not a backend (expected cpu or vulkan) (see rlx bench --help)" "" bench --backend foo
+expect 2 "rlx run: --tokens: item 2, id 512, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx run --help' for its options" run -m "$MODEL" --tokens 1,512 -n 1 --seed 1
+expect 2 "rlx generate: --tokens: item 1, id 99999, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx generate --help' for its options" generate -m "$MODEL" --tokens 99999 -n 1
+expect 2 "rlx logits: --tokens: item 3, id 512, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx logits --help' for its options" logits -m "$MODEL" --tokens 1,2,512 -o "$TMP/x.f32"
 
 summary

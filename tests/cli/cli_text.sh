@@ -50,7 +50,8 @@ expect_exit 2 "not both" run -p x -f y
 expect_exit 2 "unknown option" run --bogus
 expect_exit 1 "cannot open" run -f "$tmp/nonexistent.txt"
 expect_exit 1 "no chat template" chat -m "$model"
-expect_exit 1 "outside the vocabulary" run --tokens 1,99999 -n 2
+# an id outside the vocabulary is a bad argument: exit 2 (it was 1 while only the runner noticed)
+expect_exit 2 "outside the vocabulary" run --tokens 1,99999 -n 2
 # a hostile --chat-template (a namespace holding itself): exit 1 and one error line, not a crash
 printf '{%% set ns = namespace(a=1) %%}{%% set ns.a = ns %%}{{ ns }}' >"$tmp/cycle.jinja"
 check; echo hi | "$RLX" chat -m "$model" --chat-template "$tmp/cycle.jinja" -n 2 >/dev/null 2>"$tmp/err"; rc=$?
