@@ -24,17 +24,32 @@ static const command commands[] = {
     {"bench", rlx_cmd_bench, "measure prefill and decode speed (pp512 / tg128, as llama-bench) and the bandwidth floor"},
 };
 
+/* rlx --version: what a bug report needs to name the build */
+static void version(void) {
+#ifdef RLX_HAVE_VULKAN
+    const char *vulkan = "on";
+#else
+    const char *vulkan = "off";
+#endif
+    printf("rlx %s (commit %s)\nbuild: %s, Vulkan %s\n", RLX_VERSION, RLX_GIT_COMMIT,
+           *RLX_BUILD_TYPE ? RLX_BUILD_TYPE : "no build type", vulkan);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: rlx <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'rlx <command> --help' describes a command's options.\n");
+    fprintf(f, "\n'rlx <command> --help' describes a command's options; 'rlx --version' the build.\n");
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) return rlx_cmd_run(1, (char *[]){"run", NULL}); /* the embedded default model */
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        version();
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -373,6 +373,22 @@ help inspect -hx
 expect 1 "rlx run: model '/nonexistent': No such file or directory" "" run -m /nonexistent --seed 1
 expect 1 "rlx chat: model '/nonexistent': No such file or directory" "" chat -m /nonexistent --seed 1
 expect 1 "rlx run: cannot open '/nonexistent.txt': No such file or directory" "" run -f /nonexistent.txt --seed 1
+# rlx --version: the version of CMakeLists.txt's project(), a commit (or "unknown" outside git),
+# and the build type and Vulkan switch of this build's CMakeCache.txt.
+want_version=$(sed -n 's/^project(rlx VERSION \([0-9.]*\).*/\1/p' "$RLX_SOURCE_DIR/CMakeLists.txt")
+cache=${RLX_BUILD_DIR:-}/CMakeCache.txt
+check
+run --version
+if [ "$rc" -ne 0 ] || ! grep -qE "^rlx $want_version \(commit ([0-9a-f]{4,}|unknown)\)$" "$TMP/out"; then
+  fail "rlx --version: exit $rc, expected 'rlx $want_version (commit ...)': $(cat "$TMP/out" "$TMP/err")"
+elif [ -f "$cache" ]; then
+  bt=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+  vk=$(sed -n 's/^RLX_VULKAN:BOOL=//p' "$cache" | tr '[:upper:]' '[:lower:]')
+  [ "$vk" = on ] || vk=off
+  check
+  grep -qx "build: $bt, Vulkan $vk" "$TMP/out" || fail "rlx --version: expected 'build: $bt, Vulkan $vk': $(cat "$TMP/out")"
+fi
+
 # An unknown --backend and a --tokens id outside the model's vocabulary are bad arguments: exit 2 by
 # the rule of every other bad argument (the old parser left both to the library, exit 1).
 expect 2 "rlx run: --backend: 'foo' is not a backend (expected cpu or vulkan)" "run 'rlx run --help' for its options" run --backend foo
