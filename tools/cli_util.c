@@ -227,7 +227,7 @@ rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_
         break;
     case 't':
         return rlx_cli_parse_threads(p->name, p->value, &a->opts.n_threads);
-    case RLX_OPT_CTX:
+    case 'c':
         return rlx_cli_parse_i32(p->name, p->value, 0, INT32_MAX, &a->opts.n_ctx);
     default:
         *matched = false;

@@ -101,17 +101,18 @@ typedef struct rlx_cli_model_args {
     "  --device NAME        the Vulkan device, by index or name substring (default:\n"             \
     "                       $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"              \
     "  -t, --threads N      CPU threads (default 0: every online core)\n"                            \
-    "  --ctx N              context length (default 0: min(the model's training context, 4096))\n"
+    "  -c, --ctx N          context length (default 0: min(the model's training context, 4096))\n"
 
 /* The options of RLX_CLI_MODEL_HELP: a command lists RLX_CLI_RUNNER_OPTIONS (and
  * RLX_CLI_TOKENS_OPTION where it takes --tokens) in its table, RLX_CLI_MODEL_SHORTS in its short
- * options, and 't' in long_names (messages name -t as --threads). */
-enum { RLX_OPT_TOKENS = RLX_OPT_SHARED, RLX_OPT_BACKEND, RLX_OPT_DEVICE, RLX_OPT_CTX, RLX_OPT_DECODE_AHEAD };
-#define RLX_CLI_MODEL_SHORTS "m:t:"
+ * options, and "tc" in long_names (messages name -t as --threads, -c as --ctx). -c is llama.cpp's
+ * spelling of --ctx. */
+enum { RLX_OPT_TOKENS = RLX_OPT_SHARED, RLX_OPT_BACKEND, RLX_OPT_DEVICE, RLX_OPT_DECODE_AHEAD };
+#define RLX_CLI_MODEL_SHORTS "m:t:c:"
 #define RLX_CLI_RUNNER_OPTIONS                                                                     \
     {"model", required_argument, NULL, 'm'}, {"backend", required_argument, NULL, RLX_OPT_BACKEND}, \
         {"device", required_argument, NULL, RLX_OPT_DEVICE}, {"threads", required_argument, NULL, 't'}, \
-        {"ctx", required_argument, NULL, RLX_OPT_CTX}
+        {"ctx", required_argument, NULL, 'c'}
 #define RLX_CLI_TOKENS_OPTION {"tokens", required_argument, NULL, RLX_OPT_TOKENS}
 #define RLX_CLI_DECODE_AHEAD_OPTION {"decode-ahead", required_argument, NULL, RLX_OPT_DECODE_AHEAD}
 

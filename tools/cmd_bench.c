@@ -56,7 +56,7 @@ static void usage(FILE *f) {
             "  -t, --threads N        CPU threads (default 0: every online core)\n"
             "  --decode-ahead N       tg: greedy steps decoded on the device per round trip to the\n"
             "                         host, 1..64 (default 8; 1: a round trip per token, as llama-bench)\n"
-            "  --ctx N                context length (default: the model's, at most 4096, raised to\n"
+            "  -c, --ctx N            context length (default: the model's, at most 4096, raised to\n"
             "                         fit the largest test: P, or 1 + N + 1); a smaller N is an error\n"
             "  -o, --output FORMAT    md (default): a llama-bench-like table, then the floor lines and\n"
             "                         the device line; json: one object with every number and sample\n"
@@ -155,7 +155,7 @@ static rlx_status default_list(int32_t n, int32_t **list, int32_t *count) {
 
 static rlx_status parse(int argc, char **argv, bench_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:n:r:o:h", .longs = options,
-                        .long_names = "t"};
+                        .long_names = "tc"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     if (!a->m.model) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -m PATH (a GGUF file or HF model directory)");

@@ -37,7 +37,7 @@ static void usage(FILE *f) {
             "  --backend NAME         cpu (default when no GPU backend is available)\n"
             "  --device NAME          the Vulkan device, by index or name substring (see `rlx devices`)\n"
             "  -t, --threads N        CPU threads (default: every online core)\n"
-            "  --ctx N                context length (default: min(the model's, 4096))\n"
+            "  -c, --ctx N            context length (default: min(the model's, 4096))\n"
             "  --decode-ahead N       under greedy sampling (--temp 0), steps decoded on the device\n"
             "                         before their tokens are shown, 1..64 (default 8)\n"
             "\n" RLX_CLI_SAMPLING_HELP
@@ -93,7 +93,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
 
 static rlx_status parse(int argc, char **argv, chat_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
-                        .long_names = "tn"};
+                        .long_names = "tcn"};
     return rlx_cli_parse(&p, apply, a);
 }
 

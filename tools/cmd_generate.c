@@ -81,7 +81,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
 
 static rlx_status parse(int argc, char **argv, generate_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
-                        .long_names = "t"};
+                        .long_names = "tc"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
     RLX_TRY(rlx_cli_model_check(&a->m));

@@ -35,7 +35,7 @@ static void usage(FILE *f) {
             "  --backend NAME       cpu (default when no GPU backend is available)\n"
             "  --device NAME        the Vulkan device, by index or name substring (see `rlx devices`)\n"
             "  -t, --threads N      CPU threads (default: every online core)\n"
-            "  --ctx N              context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
+            "  -c, --ctx N          context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
             "\n" RLX_CLI_SAMPLING_HELP
             "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
             "  -h, --help           this text\n"
@@ -98,7 +98,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
 
 static rlx_status parse(int argc, char **argv, run_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:f:n:h", .longs = options,
-                        .long_names = "tpfn"};
+                        .long_names = "tcpfn"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->prompt && a->prompt_file) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give -p or -f, not both");
     if ((a->prompt || a->prompt_file) && a->m.ids)

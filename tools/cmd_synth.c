@@ -47,7 +47,7 @@ static void usage(FILE *f) {
                "                       $RLX_FIXTURES or ../shared/fixtures)\n"
                "  --chat-template FILE tokenizer.chat_template (default: the fixture template for qwen3)\n"
                "  --layers N, --hidden N, --ffn N, --heads N, --kv-heads N, --head-dim N, --vocab-size N,\n"
-               "  --ctx N              override the config (small variants for tests)\n"
+               "  -c, --ctx N          override the config (small variants for tests)\n"
                "  -h, --help           this text\n"
                "\n"
                "exit status: 0 on success, 1 when reading or writing fails, 2 on bad arguments.\n");
@@ -119,6 +119,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     synth_parse *sp = args;
     synth_args *a = sp->a;
     int64_t n;
+    if (opt == 'c') opt = OPT_CTX; /* -c: llama.cpp's spelling of --ctx, as in the model commands */
     switch (opt) {
     case OPT_LIKE:
         a->like = p->value;
@@ -162,7 +163,7 @@ static rlx_status check_shape(const rlx_synth_shape *s) {
 static rlx_status parse(int argc, char **argv, synth_args *a) {
     synth_parse sp = {.a = a};
     a->type = "F16";
-    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "o:t:h", .longs = options, .long_names = "ot"};
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = "o:t:c:h", .longs = options, .long_names = "ot"};
     RLX_TRY(rlx_cli_parse(&p, apply, &sp));
     if (a->help) return NULL;
     if (!a->like) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing --like NAME");

@@ -389,6 +389,21 @@ elif [ -f "$cache" ]; then
   grep -qx "build: $bt, Vulkan $vk" "$TMP/out" || fail "rlx --version: expected 'build: $bt, Vulkan $vk': $(cat "$TMP/out")"
 fi
 
+# -c is --ctx (llama.cpp's spelling) wherever --ctx is; errors name it --ctx, except in synth, whose
+# --ctx is a config override of its own. The last one proves -c sets the context: the runner's
+# error names the 8 tokens given.
+expect 2 "rlx run: --ctx: 'x' is not a whole number" "run 'rlx run --help' for its options" run -c x
+expect 2 "rlx chat: --ctx: -1 is out of range [0, 2147483647]" "run 'rlx chat --help' for its options" chat -c -1
+expect 2 "rlx generate: option --ctx needs a value" "run 'rlx generate --help' for its options" generate -c
+expect 2 "rlx logits: --ctx: '=3' is not a whole number" "run 'rlx logits --help' for its options" logits -c=3
+expect 2 "rlx bench: --ctx: 'x' is not a whole number (see rlx bench --help)" "" bench -c x
+expect 2 "rlx synth: -c: 0 is out of range [1, 2147483647]" "run 'rlx synth --help' for its options" synth -c 0
+expect 1 "rlx generate: prompt of 3 tokens + n_new 10 = 13 tokens exceed the context of 8 tokens" "" generate -m "$MODEL" -c 8 --tokens 1,2,3 -n 10
+for cmd in run chat generate logits bench synth; do
+  check
+  "$RLX" $cmd --help | grep -q -- '-c, --ctx N' || fail "rlx $cmd --help does not list -c, --ctx N"
+done
+
 # An unknown --backend and a --tokens id outside the model's vocabulary are bad arguments: exit 2 by
 # the rule of every other bad argument (the old parser left both to the library, exit 1).
 expect 2 "rlx run: --backend: 'foo' is not a backend (expected cpu or vulkan)" "run 'rlx run --help' for its options" run --backend foo
