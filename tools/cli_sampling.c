@@ -25,7 +25,9 @@ rlx_status rlx_cli_sampling_option(const rlx_cli_parser *p, int opt, rlx_sample_
     case RLX_OPT_TOP_K:
         return rlx_cli_parse_i32(p->name, p->value, 0, INT32_MAX, &o->top_k);
     case RLX_OPT_REPEAT_LAST_N:
-        return rlx_cli_parse_i32(p->name, p->value, 0, INT32_MAX, &o->repeat_last_n);
+        RLX_TRY(rlx_cli_parse_i32(p->name, p->value, -1, INT32_MAX, &o->repeat_last_n));
+        if (o->repeat_last_n == -1) o->repeat_last_n = INT32_MAX;
+        break;
     case RLX_OPT_SEED:
         return rlx_cli_parse_u64(p->name, p->value, &o->seed);
     case RLX_OPT_IGNORE_EOS:
@@ -35,6 +37,10 @@ rlx_status rlx_cli_sampling_option(const rlx_cli_parser *p, int opt, rlx_sample_
         *matched = false;
     }
     return NULL;
+}
+
+void rlx_cli_sampling_finish(rlx_sample_opts *o) {
+    if (o->repeat_last_n == 0) o->repeat_penalty = 1.0f; /* 1: off */
 }
 
 rlx_status rlx_cli_generation_option(const rlx_cli_parser *p, int opt, rlx_cli_model_args *m, rlx_sample_opts *o,

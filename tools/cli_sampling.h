@@ -15,7 +15,8 @@
     "  --top-p P            keep the smallest set with probability >= P; 1 = off\n"                \
     "  --min-p M            keep tokens with p >= M * p_max; 0 = off\n"                            \
     "  --repeat-penalty R   penalise ids seen in the last --repeat-last-n; 1 = off\n"              \
-    "  --repeat-last-n N    the penalty's window (default 64)\n"                                    \
+    "  --repeat-last-n N    the penalty's window, the last N ids (default 64; 0 = off, -1 = the\n" \
+    "                       whole context; as llama.cpp)\n"                                    \
     "  --seed S             random seed; the same seed gives the same ids\n"                       \
     "  --ignore-eos         keep going past the end-of-sequence token\n"
 
@@ -37,9 +38,18 @@ enum {
         {"repeat-last-n", required_argument, NULL, RLX_OPT_REPEAT_LAST_N},                         \
         {"seed", required_argument, NULL, RLX_OPT_SEED}, {"ignore-eos", no_argument, NULL, RLX_OPT_IGNORE_EOS}
 
+/* --repeat-last-n's default, llama.cpp's. A command starts its options with it: rlx_sample_opts
+ * reads 0 as 64, but on the command line 0 turns the penalty off, so the CLI never leaves 0 there
+ * unless the user gave it. */
+#define RLX_CLI_REPEAT_LAST_N 64
+
 /* Applies option opt (from rlx_cli_next) when it is one of RLX_CLI_SAMPLING_HELP's; *matched tells
- * whether it was. */
+ * whether it was. --repeat-last-n -1 becomes INT32_MAX: a window past the start of the history is
+ * all of it, and the history never outgrows the context. */
 rlx_status rlx_cli_sampling_option(const rlx_cli_parser *p, int opt, rlx_sample_opts *o, bool *matched);
+/* After every option: maps llama.cpp's --repeat-last-n 0 (penalty off) onto the runner's options,
+ * whatever the order of --repeat-last-n and --repeat-penalty. */
+void rlx_cli_sampling_finish(rlx_sample_opts *o);
 
 /* The options rlx run, chat and generate share: the model's (with --tokens), --decode-ahead and
  * sampling. */

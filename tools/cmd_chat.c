@@ -94,7 +94,9 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
 static rlx_status parse(int argc, char **argv, chat_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
                         .long_names = "tcn"};
-    return rlx_cli_parse(&p, apply, a);
+    RLX_TRY(rlx_cli_parse(&p, apply, a));
+    rlx_cli_sampling_finish(&a->sample);
+    return NULL;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -232,7 +234,8 @@ static rlx_status run(chat_args *a) {
 
 int rlx_cmd_chat(int argc, char **argv) {
     chat_args a = {.m = {.opts = rlx_runner_opts_default()},
-                   .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
+                   .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                              .repeat_last_n = RLX_CLI_REPEAT_LAST_N},
                    .n_new = DEFAULT_N_NEW};
     rlx_status s = parse(argc, argv, &a);
     if (s || a.help) {

@@ -83,6 +83,7 @@ static rlx_status parse(int argc, char **argv, generate_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "n:h", .longs = options,
                         .long_names = "tc"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
+    rlx_cli_sampling_finish(&a->sample);
     if (a->help) return NULL;
     RLX_TRY(rlx_cli_model_check(&a->m));
     if (!a->n_new) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -n N (how many tokens to generate)");
@@ -132,6 +133,7 @@ static rlx_status run(generate_args *a) {
 
 int rlx_cmd_generate(int argc, char **argv) {
     generate_args a = {.m = {.opts = rlx_runner_opts_default()}, .sample = rlx_sample_opts_greedy()};
+    a.sample.repeat_last_n = RLX_CLI_REPEAT_LAST_N;
     rlx_status s = parse(argc, argv, &a);
     if (s || a.help) {
         free(a.m.ids);

@@ -100,6 +100,7 @@ static rlx_status parse(int argc, char **argv, run_args *a) {
     rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:f:n:h", .longs = options,
                         .long_names = "tcpfn"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
+    rlx_cli_sampling_finish(&a->sample);
     if (a->prompt && a->prompt_file) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give -p or -f, not both");
     if ((a->prompt || a->prompt_file) && a->m.ids)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "give a text prompt or --tokens, not both");
@@ -171,7 +172,8 @@ static rlx_status run(run_args *a) {
 
 int rlx_cmd_run(int argc, char **argv) {
     run_args a = {.m = {.opts = rlx_runner_opts_default()},
-                  .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
+                  .sample = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                             .repeat_last_n = RLX_CLI_REPEAT_LAST_N},
                   .n_new = DEFAULT_N_NEW};
     rlx_status s = parse(argc, argv, &a);
     if (s || a.help) {

@@ -56,6 +56,9 @@ rlx_add_script_test(NAME cli_stories SCRIPT cli_stories.sh LABELS e2e)
 rlx_add_script_test(NAME cli_errors SCRIPT cli_errors.sh LABELS e2e)
 # Prompt files, standard input and chat lines are read with a size limit (tools/cli_input.c)
 rlx_add_script_test(NAME cli_input SCRIPT cli_input.sh LABELS e2e)
+# rlx run, generate and chat as a user meets them: sampling options with llama.cpp's meaning, the
+# seed line, Ctrl-C, a chat longer than its context
+rlx_add_script_test(NAME cli_run SCRIPT cli_run.sh LABELS e2e)
 
 # Option parsing (tools/cli_util.c: getopt_long, one table per command): every command's unknown
 # options, missing and bad values, --opt=value, refused abbreviations, against the messages and exit

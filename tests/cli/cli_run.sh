@@ -1,0 +1,48 @@
+#!/bin/bash
+# rlx run / generate / chat behaviour a new user meets, on the embedded stories260K (CPU backend):
+# --repeat-last-n with llama.cpp's meaning (0: the penalty is off; -1: the whole context), ...
+# The reference for "off" is transformers' float64 greedy continuation in
+# tests/data/stories260K-ref-hf.json (as in cli_stories.sh); the others are properties.
+source "$(dirname "$0")/../support/lib.sh"
+MODEL=$RLX_SOURCE_DIR/models/stories260K.gguf
+REF=$RLX_SOURCE_DIR/tests/data/stories260K-ref-hf.json
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# json_array KEY N: the N-th (1-based) array under "KEY" in the one-line reference, as "a,b,c".
+json_array() { grep -o "\"$1\": \[[^]]*\]" "$REF" | sed -n "${2}p" | sed 's/.*\[//; s/\]//; s/ //g'; }
+
+# gen ARGS...: the ids `rlx generate` prints (CPU, one thread)
+gen() { "$RLX" generate -m "$MODEL" --backend cpu -t 1 "$@" 2>"$TMP/err"; }
+
+# --repeat-last-n 0 turns a strong penalty off: the greedy ids are the reference's, whichever option
+# comes first. The same penalty over the default window (64) changes them, so "off" is observable.
+ids=$(json_array ids 1)
+want=$(json_array greedy 1 | tr , ' ')
+check
+[ "$(gen --tokens "$ids" -n 64 --repeat-penalty 5 --repeat-last-n 0)" = "$want" ] \
+  || fail "--repeat-penalty 5 --repeat-last-n 0 is not the reference greedy text ($(cat "$TMP/err"))"
+check
+[ "$(gen --tokens "$ids" -n 64 --repeat-last-n 0 --repeat-penalty 5)" = "$want" ] \
+  || fail "--repeat-last-n 0 --repeat-penalty 5 is not the reference greedy text ($(cat "$TMP/err"))"
+check
+[ "$(gen --tokens "$ids" -n 64 --repeat-penalty 5)" != "$want" ] \
+  || fail "--repeat-penalty 5 over the default window left the greedy ids unchanged: the checks above prove nothing"
+# sampled (not greedy): penalty off through 0 is the same draw as no penalty at all
+check
+[ "$(gen --tokens "$ids" -n 64 --temp 0.8 --seed 3 --repeat-penalty 5 --repeat-last-n 0)" = \
+  "$(gen --tokens "$ids" -n 64 --temp 0.8 --seed 3)" ] || fail "sampled: --repeat-last-n 0 did not turn the penalty off"
+
+# -1 is the whole context: the same ids as a window of the context's length (the history, 3 + 120
+# tokens, fits either), and not the default window's, which the history outgrows.
+whole=$(gen --tokens 1,403,407 -n 120 --ignore-eos --repeat-penalty 5 --repeat-last-n -1)
+check
+[ -n "$whole" ] && [ "$whole" = "$(gen --tokens 1,403,407 -n 120 --ignore-eos --repeat-penalty 5 -c 256 --repeat-last-n 256)" ] \
+  || fail "--repeat-last-n -1 differs from a window of the whole context ($(cat "$TMP/err"))"
+check
+[ "$whole" != "$(gen --tokens 1,403,407 -n 120 --ignore-eos --repeat-penalty 5)" ] \
+  || fail "--repeat-last-n -1 gave the default window's ids"
+check
+"$RLX" run --help | grep -q -- '0 = off, -1 = the' || fail "run --help does not explain --repeat-last-n 0 and -1"
+
+summary
