@@ -34,14 +34,17 @@ static void usage(FILE *f) {
             "  --system TEXT          a system message first\n"
             "  --chat-template FILE   use this Jinja template instead of the model's\n"
             "  -n, --n-predict N      tokens per answer at most (default %d)\n"
-            "  --backend NAME         cpu (default when no GPU backend is available)\n"
-            "  --device NAME          the Vulkan device, by index or name substring (see `rlx devices`)\n"
+            "  --backend NAME         cpu or vulkan (default: a Vulkan GPU when the build and the\n"
+            "                         machine have one, else cpu)\n"
+            "  --device NAME          the Vulkan device, by index or name substring (default:\n"
+            "                         $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"
             "  -t, --threads N        CPU threads (default: every online core)\n"
             "  -c, --ctx N            context length (default: min(the model's, 4096))\n"
             "  --decode-ahead N       under greedy sampling (--temp 0), steps decoded on the device\n"
             "                         before their tokens are shown, 1..64 (default 8)\n"
             "\n" RLX_CLI_SAMPLING_HELP
-            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
+            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock\n"
+            "  (printed on stderr when sampling, i.e. --temp > 0)\n"
             "  -h, --help             this text\n"
             "\n"
             "exit status: 0 at end of input, 1 when the model or a turn fails, 2 on bad arguments.\n",
@@ -211,7 +214,9 @@ static rlx_status open_chat(chat *c, chat_args *a) {
 static rlx_status run(chat_args *a) {
     if (!a->seed_given) {
         a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-        fprintf(stderr, "rlx chat: seed %llu\n", (unsigned long long)a->sample.seed);
+        /* greedy (--temp 0) draws nothing: its seed would only be noise */
+        if (a->sample.temperature > 0)
+            fprintf(stderr, "rlx chat: seed %llu\n", (unsigned long long)a->sample.seed);
     }
     chat c = {.a = a};
     rlx_status s = open_chat(&c, a);

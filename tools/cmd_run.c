@@ -32,12 +32,15 @@ static void usage(FILE *f) {
             "  -n, --n-predict N    tokens to generate at most (default %d)\n"
             "  --special            parse control-token text in the prompt (e.g. <|im_start|>) as tokens\n"
             "  --no-bos             do not add the vocabulary's BOS token\n"
-            "  --backend NAME       cpu (default when no GPU backend is available)\n"
-            "  --device NAME        the Vulkan device, by index or name substring (see `rlx devices`)\n"
+            "  --backend NAME       cpu or vulkan (default: a Vulkan GPU when the build and the machine\n"
+            "                       have one, else cpu)\n"
+            "  --device NAME        the Vulkan device, by index or name substring (default:\n"
+            "                       $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"
             "  -t, --threads N      CPU threads (default: every online core)\n"
             "  -c, --ctx N          context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
             "\n" RLX_CLI_SAMPLING_HELP
-            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock (printed)\n"
+            "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock\n"
+            "  (printed on stderr when sampling, i.e. --temp > 0)\n"
             "  -h, --help           this text\n"
             "\n"
             "exit status: 0 on success, 1 when the model or the run fails, 2 on bad arguments.\n",
@@ -152,7 +155,9 @@ static rlx_status run(run_args *a) {
     if (!a->m.model) RLX_TRY(rlx_cli_default_model(&a->m.model));
     if (!a->seed_given) {
         a->sample.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-        fprintf(stderr, "rlx run: seed %llu\n", (unsigned long long)a->sample.seed);
+        /* greedy (--temp 0) draws nothing: its seed would only be noise */
+        if (a->sample.temperature > 0)
+            fprintf(stderr, "rlx run: seed %llu\n", (unsigned long long)a->sample.seed);
     }
     /* the prompt file first: a missing one must not cost a model load */
     size_t len = 0;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # rlx run / generate / chat behaviour a new user meets, on the embedded stories260K (CPU backend):
-# --repeat-last-n with llama.cpp's meaning (0: the penalty is off; -1: the whole context), ...
+# --repeat-last-n with llama.cpp's meaning (0: the penalty is off; -1: the whole context), the seed
+# line only when sampling, ...
 # The reference for "off" is transformers' float64 greedy continuation in
 # tests/data/stories260K-ref-hf.json (as in cli_stories.sh); the others are properties.
 source "$(dirname "$0")/../support/lib.sh"
@@ -44,5 +45,29 @@ check
   || fail "--repeat-last-n -1 gave the default window's ids"
 check
 "$RLX" run --help | grep -q -- '0 = off, -1 = the' || fail "run --help does not explain --repeat-last-n 0 and -1"
+
+# The seed line: only when sampling (--temp > 0) and no --seed was given; greedy draws nothing.
+CHATML=$RLX_SOURCE_DIR/tests/corpus/chat_template/chatml.jinja
+check
+"$RLX" run -n 2 --temp 0 --backend cpu >/dev/null 2>"$TMP/err" && ! grep -q 'seed' "$TMP/err" \
+  || fail "run --temp 0 printed a seed: $(cat "$TMP/err")"
+check
+"$RLX" run -n 2 --backend cpu >/dev/null 2>"$TMP/err" && grep -q '^rlx run: seed [0-9]*$' "$TMP/err" \
+  || fail "run (sampling, no --seed) printed no seed: $(cat "$TMP/err")"
+check
+"$RLX" run -n 2 --seed 5 --backend cpu >/dev/null 2>"$TMP/err" && ! grep -q 'seed' "$TMP/err" \
+  || fail "run --seed 5 printed the seed again: $(cat "$TMP/err")"
+check
+"$RLX" chat --chat-template "$CHATML" --temp 0 --backend cpu </dev/null >/dev/null 2>"$TMP/err" \
+  && ! grep -q 'seed' "$TMP/err" || fail "chat --temp 0 printed a seed: $(cat "$TMP/err")"
+check
+"$RLX" chat --chat-template "$CHATML" --backend cpu </dev/null >/dev/null 2>"$TMP/err" \
+  && grep -q '^rlx chat: seed [0-9]*$' "$TMP/err" || fail "chat (sampling) printed no seed: $(cat "$TMP/err")"
+# run and chat --help name the backend and device options
+for cmd in run chat; do
+  check
+  "$RLX" $cmd --help >"$TMP/out" && grep -q -- '--backend NAME .*cpu or vulkan' "$TMP/out" && grep -q -- '--device NAME' "$TMP/out" \
+    || fail "rlx $cmd --help does not describe --backend and --device"
+done
 
 summary
