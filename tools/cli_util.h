@@ -15,6 +15,7 @@
 #define RLX_EXIT_OK 0
 #define RLX_EXIT_RUNTIME 1 /* the library returned an error: its message is printed */
 #define RLX_EXIT_USAGE 2   /* bad or missing arguments */
+#define RLX_EXIT_INTERRUPTED 130 /* stopped by Ctrl-C: 128 + SIGINT, what a shell reports for it */
 
 /* Parses "1,2,3" (spaces around items allowed) into *out (owned by the caller, free()) of *n ids,
  * each in [0, INT32_MAX]. Empty lists, empty items, junk and overflow are errors. */

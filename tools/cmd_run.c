@@ -1,4 +1,5 @@
 /* rlx run: text in, text out. Prints the prompt, then streams the generated text as it comes. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
             "usage: rlx run [-m PATH] [-p TEXT | -f FILE] [-n N] [options]\n"
             "\n"
             "Prints the prompt, then streams the model's continuation to stdout as tokens arrive. Stops\n"
-            "after N tokens or at an end-of-generation token. Prefill and decode speed go to stderr.\n"
+            "after N tokens, at an end-of-generation token, or when the context is full. Prefill and\n"
+            "decode speed go to stderr.\n"
             "Without -m it runs the embedded default model (models/stories260K.gguf); without -p/-f the\n"
             "prompt is \"" DEFAULT_PROMPT "\". `rlx` with no arguments is `rlx run`.\n"
             "\n"
@@ -43,7 +45,12 @@ static void usage(FILE *f) {
             "  (printed on stderr when sampling, i.e. --temp > 0)\n"
             "  -h, --help           this text\n"
             "\n"
-            "exit status: 0 on success, 1 when the model or the run fails, 2 on bad arguments.\n",
+            "Ctrl-C stops the generation: the statistics are printed and the exit status is 130 (as\n"
+            "llama.cpp); a second Ctrl-C ends rlx at once. On a terminal a newline ends the text; a file\n"
+            "or a pipe gets the prompt and the generated text exactly, with nothing added.\n"
+            "\n"
+            "exit status: 0 on success, 1 when the model or the run fails, 2 on bad arguments, 130 after\n"
+            "Ctrl-C.\n",
             DEFAULT_N_NEW);
 }
 
@@ -124,11 +131,53 @@ static rlx_status prompt_ids(const run_args *a, const rlx_tokenizer *tok, int32_
     return rlx_cli_tokenize_prompt(tok, *echo, !a->no_bos, a->special, ids, n);
 }
 
+/* Set by the first Ctrl-C during generation; the stream stops at the next token. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Ctrl-C while generating stops it cleanly (the text so far, then the statistics, then exit 130,
+ * as llama.cpp's llama-cli); SA_RESETHAND restores the default, so a second Ctrl-C ends the
+ * process at once. */
+static void catch_sigint(bool on) {
+    struct sigaction sa = {.sa_handler = on ? on_sigint : SIG_DFL, .sa_flags = on ? SA_RESETHAND : 0};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* On a terminal the text ends with a newline, so that the statistics on stderr start a line of
+ * their own; a file or a pipe gets the prompt and the generated text exactly. */
+static void end_text(const rlx_cli_stream *out, const char *echo) {
+    size_t n = strlen(echo);
+    char last = out->len ? out->text[out->len - 1] : n ? echo[n - 1] : '\n';
+    if (last != '\n' && isatty(STDOUT_FILENO)) fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* -n past the context stops where the context is full, as llama.cpp without context shift, rather
+ * than refusing to start; said on stderr. */
+static rlx_status fit_context(const rlx_runner *r, int32_t n_prompt, int32_t n_new, int32_t *fit) {
+    int32_t n_ctx = rlx_runner_n_ctx(r), room = n_ctx - n_prompt;
+    if (room < 1)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "the prompt of %d tokens fills the context of %d tokens (see --ctx)",
+                          n_prompt, n_ctx);
+    *fit = n_new < room ? n_new : room;
+    if (*fit < n_new)
+        fprintf(stderr, "rlx run: -n %d is past the context of %d tokens: at most %d new tokens (see --ctx)\n", n_new,
+                n_ctx, room);
+    return NULL;
+}
+
 static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer *tok) {
     int32_t *ids = NULL, n = 0;
     char *echo = NULL;
     rlx_status s = prompt_ids(a, tok, &ids, &n, &echo);
     if (!s && n == 0) s = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "the prompt is empty: it gives no tokens");
+    int32_t n_new = 0;
+    if (!s) s = fit_context(r, n, a->n_new, &n_new);
     rlx_cli_stream out;
     if (!s) s = rlx_cli_stream_init(&out, tok, stdout);
     if (s) {
@@ -139,11 +188,15 @@ static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer 
     fputs(echo, stdout);
     fflush(stdout);
     out.ignore_eog = a->sample.ignore_eos;
+    out.interrupt = &interrupted;
+    catch_sigint(true);
     out.t_start = rlx_cli_now();
-    s = rlx_runner_generate(r, ids, n, a->n_new, &a->sample, rlx_cli_stream_on_token, &out, NULL, NULL);
+    s = rlx_runner_generate(r, ids, n, n_new, &a->sample, rlx_cli_stream_on_token, &out, NULL, NULL);
     if (!s) s = rlx_cli_stream_finish(&out);
     double t_end = rlx_cli_now();
-    fputc('\n', stdout);
+    catch_sigint(false);
+    end_text(&out, echo);
+    if (!s && interrupted) fprintf(stderr, "rlx run: stopped by Ctrl-C after %d tokens\n", out.n);
     if (!s) rlx_cli_stream_report(&out, "run", r, n, t_end);
     rlx_cli_stream_destroy(&out);
     free(ids);
@@ -190,5 +243,6 @@ int rlx_cmd_run(int argc, char **argv) {
     s = run(&a);
     free(a.m.ids);
     free(a.file_text);
-    return s ? rlx_cli_fail("run", s, a.m.bad_ids) : RLX_EXIT_OK;
+    if (s) return rlx_cli_fail("run", s, a.m.bad_ids);
+    return interrupted ? RLX_EXIT_INTERRUPTED : RLX_EXIT_OK;
 }

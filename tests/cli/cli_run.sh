@@ -1,7 +1,7 @@
 #!/bin/bash
 # rlx run / generate / chat behaviour a new user meets, on the embedded stories260K (CPU backend):
 # --repeat-last-n with llama.cpp's meaning (0: the penalty is off; -1: the whole context), the seed
-# line only when sampling, ...
+# line only when sampling, -n past the context, the text's last newline, Ctrl-C, ...
 # The reference for "off" is transformers' float64 greedy continuation in
 # tests/data/stories260K-ref-hf.json (as in cli_stories.sh); the others are properties.
 source "$(dirname "$0")/../support/lib.sh"
@@ -69,5 +69,41 @@ for cmd in run chat; do
   "$RLX" $cmd --help >"$TMP/out" && grep -q -- '--backend NAME .*cpu or vulkan' "$TMP/out" && grep -q -- '--device NAME' "$TMP/out" \
     || fail "rlx $cmd --help does not describe --backend and --device"
 done
+
+# -n past the context stops where the context is full (said on stderr) instead of refusing to start.
+check
+"$RLX" run -n 100000 -c 64 --ignore-eos --temp 0 --backend cpu >/dev/null 2>"$TMP/err" \
+  && grep -q -- '-n 100000 is past the context of 64 tokens: at most 59 new tokens' "$TMP/err" \
+  && grep -q 'decode:  58 tokens' "$TMP/err" || fail "run -n 100000 -c 64: $(cat "$TMP/err")"
+
+# The end of the text: a pipe gets the prompt and the generated text exactly (here greedy, 4 tokens:
+# ", there was a", no newline); on a terminal (script(1) gives a pty) a newline ends the text, so the
+# statistics start their own line.
+check
+"$RLX" run -n 4 --temp 0 --backend cpu >"$TMP/out" 2>/dev/null
+[ "$(tail -c 1 "$TMP/out" | od -An -c | tr -d ' ')" != '\n' ] || fail "run into a pipe added a newline: $(od -c "$TMP/out" | tail -2)"
+if command -v script >/dev/null; then
+  check
+  script -qec "$(printf '%q' "$RLX") run -n 4 --temp 0 --backend cpu" /dev/null >"$TMP/tty" 2>&1 </dev/null
+  tr -d '\r' <"$TMP/tty" | grep -q '^rlx run: llama on cpu$' || fail "on a terminal the statistics do not start a line: $(od -c "$TMP/tty" | head -5)"
+else
+  echo "SKIPPED part: no script(1), the terminal case is not exercised" >&2
+fi
+
+# Ctrl-C while generating: the text so far, the statistics, exit 130 (llama.cpp's). A process killed
+# by the signal would also show 130, so the statistics line is what proves the clean stop.
+check
+"$RLX" run -n 100000 -c 8192 --ignore-eos --temp 0 --backend cpu -t 1 >"$TMP/out" 2>"$TMP/err" </dev/null &
+pid=$!
+for _ in $(seq 400); do [ "$(wc -c <"$TMP/out")" -gt 100 ] && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -ne 130 ] || ! grep -q '^rlx run: stopped by Ctrl-C after [0-9]* tokens$' "$TMP/err" \
+  || ! grep -q 'decode: .* tokens/s' "$TMP/err"; then
+  fail "Ctrl-C during run: exit $rc, stderr: $(cat "$TMP/err")"
+else
+  echo "Ctrl-C during run: exit 130 after $(wc -c <"$TMP/out") bytes of text; $(grep 'decode:' "$TMP/err")"
+fi
 
 summary
