@@ -24,9 +24,11 @@ static void usage(FILE *f) {
             "\n"
             "Talks with a model through its chat template. Type a message and press Enter; the answer\n"
             "streams to stdout. Ctrl-C stops the answer being generated, Ctrl-D exits. The conversation\n"
-            "stays in the KV cache between turns, so earlier turns are not processed again. With stdin\n"
-            "not a terminal, every line read is one turn (no prompt is shown). A line holds at most\n"
-            RLX_CLI_MAX_TEXT_HELP " (more is an error).\n"
+            "stays in the KV cache between turns, so earlier turns are not processed again. When it\n"
+            "outgrows the context, its oldest turns are dropped (the system message stays) and it goes\n"
+            "on; stderr says so, and gives the speed of each answer. With stdin not a terminal, every\n"
+            "line read is one turn (no prompt is shown). A line holds at most " RLX_CLI_MAX_TEXT_HELP " (more is an\n"
+            "error).\n"
             "\n"
             "options:\n"
             "  -m, --model PATH       a GGUF file or an HF model directory (default: the embedded model,\n"
@@ -145,28 +147,87 @@ typedef struct {
     rlx_cli_stream out;
 } chat;
 
-/* One turn: render the whole conversation, tokenize, and let the runner reuse what it holds. */
-static rlx_status turn(chat *c) {
+/* Removes the oldest turn (a user message and the answer after it), never the system message nor
+ * the last message (the one being answered); false when nothing is left to drop. */
+static bool conversation_drop_oldest(conversation *c) {
+    size_t i = 0;
+    while (i < c->n && !strcmp(c->msgs[i].role, "system")) i++;
+    if (i + 1 >= c->n) return false;
+    size_t k = i + 2 < c->n && !strcmp(c->msgs[i + 1].role, "assistant") ? 2 : 1;
+    for (size_t j = i; j < i + k; j++) free((char *)c->msgs[j].content);
+    memmove(&c->msgs[i], &c->msgs[i + k], (c->n - i - k) * sizeof *c->msgs);
+    c->n -= k;
+    return true;
+}
+
+/* The whole conversation, rendered and tokenized. */
+static rlx_status render_ids(chat *c, int32_t **ids, int32_t *n) {
     char *prompt = NULL;
     rlx_chat_render_opts ro = {.add_generation_prompt = true};
     RLX_TRY(rlx_chat_template_render(c->tmpl, c->conv.msgs, c->conv.n, &ro, &prompt, NULL));
-    int32_t *ids = NULL, n = 0;
-    rlx_status s = rlx_cli_tokenize_prompt(c->tok, prompt, true, true, &ids, &n);
+    rlx_status s = rlx_cli_tokenize_prompt(c->tok, prompt, true, true, ids, n);
     free(prompt);
-    if (s) return s;
-    int32_t room = rlx_runner_n_ctx(c->r) - n;
-    if (room < 1) s = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "the conversation (%d tokens) fills the context of %d tokens",
-                                 (int)n, (int)rlx_runner_n_ctx(c->r));
+    return s;
+}
+
+/* Renders the conversation, first dropping its oldest turns while it leaves less room than an
+ * answer needs: -n tokens, or half the context when -n is larger, so that a long -n does not
+ * empty the history at every turn. *dropped: how many turns went. */
+static rlx_status fit_conversation(chat *c, int32_t **ids, int32_t *n, int *dropped) {
+    int32_t n_ctx = rlx_runner_n_ctx(c->r);
+    int32_t want = c->a->n_new < n_ctx / 2 ? c->a->n_new : n_ctx / 2;
+    *dropped = 0;
+    RLX_TRY(render_ids(c, ids, n));
+    while (n_ctx - *n < (want > 1 ? want : 1) && conversation_drop_oldest(&c->conv)) {
+        free(*ids);
+        *ids = NULL;
+        ++*dropped;
+        RLX_TRY(render_ids(c, ids, n));
+    }
+    if (*dropped)
+        fprintf(stderr, "rlx chat: the conversation outgrew the context of %d tokens: dropped its oldest %d turn%s\n",
+                n_ctx, *dropped, *dropped > 1 ? "s" : "");
+    return NULL;
+}
+
+/* One line on stderr per answer: prefill (the tokens the cache did not hold) and decode speed. */
+static void report_turn(const rlx_cli_stream *out, int32_t n_prefill, double t_end) {
+    if (out->n == 0) return;
+    double prefill = out->t_first - out->t_start, decode = t_end - out->t_first;
+    fprintf(stderr, "[prefill: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s]\n", n_prefill,
+            prefill > 0 ? n_prefill / prefill : 0.0, out->n - 1, decode > 0 ? (out->n - 1) / decode : 0.0);
+}
+
+/* One turn: render the whole conversation, tokenize, and let the runner reuse what its cache holds.
+ * After turns were dropped the history no longer starts as the cache does: the shortened
+ * conversation is prefilled whole (a reused prefix would run token by token). */
+static rlx_status turn(chat *c) {
+    int32_t *ids = NULL, n = 0;
+    int dropped = 0;
+    RLX_TRY(fit_conversation(c, &ids, &n, &dropped));
+    int32_t n_ctx = rlx_runner_n_ctx(c->r), room = n_ctx - n;
+    if (room < 1) {
+        /* even alone the message does not fit: say so, forget it, and keep the session */
+        fprintf(stderr, "rlx chat: this message makes a conversation of %d tokens, past the context of %d "
+                        "tokens (see --ctx); it is not sent\n", n, n_ctx);
+        free(ids);
+        free((char *)c->conv.msgs[--c->conv.n].content);
+        return NULL;
+    }
     int32_t n_new = c->a->n_new < room ? c->a->n_new : room;
+    int32_t held = dropped ? 0 : rlx_runner_n_past(c->r);
+    int32_t n_prefill = n - (held < n ? held : n - 1);
     interrupted = 0;
     c->out.t_start = rlx_cli_now();
-    if (!s) s = rlx_runner_generate_incremental(c->r, ids, n, n_new, &c->a->sample, rlx_cli_stream_on_token, &c->out,
-                                                NULL, NULL);
+    rlx_status s = (dropped ? rlx_runner_generate : rlx_runner_generate_incremental)(
+        c->r, ids, n, n_new, &c->a->sample, rlx_cli_stream_on_token, &c->out, NULL, NULL);
     free(ids);
     if (!s) s = rlx_cli_stream_finish(&c->out);
+    double t_end = rlx_cli_now();
     fputc('\n', stdout);
     fflush(stdout);
     if (interrupted) fprintf(stderr, "[stopped]\n");
+    if (!s) report_turn(&c->out, n_prefill, t_end);
     if (!s) s = conversation_add(&c->conv, "assistant", c->out.text ? c->out.text : "", c->out.len);
     c->out.len = 0;
     c->out.n = 0;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # rlx run / generate / chat behaviour a new user meets, on the embedded stories260K (CPU backend):
 # --repeat-last-n with llama.cpp's meaning (0: the penalty is off; -1: the whole context), the seed
-# line only when sampling, -n past the context, the text's last newline, Ctrl-C, ...
+# line only when sampling, -n past the context, the text's last newline, Ctrl-C, and a chat longer
+# than its context.
 # The reference for "off" is transformers' float64 greedy continuation in
 # tests/data/stories260K-ref-hf.json (as in cli_stories.sh); the others are properties.
 source "$(dirname "$0")/../support/lib.sh"
@@ -105,5 +106,26 @@ if [ $rc -ne 130 ] || ! grep -q '^rlx run: stopped by Ctrl-C after [0-9]* tokens
 else
   echo "Ctrl-C during run: exit 130 after $(wc -c <"$TMP/out") bytes of text; $(grep 'decode:' "$TMP/err")"
 fi
+
+# A chat that outgrows its context drops its oldest turns (the system message stays) and goes on:
+# six turns through a 160-token context, each answered, with one speed line per answer on stderr.
+# A message that cannot fit even alone is not sent, and the session goes on.
+check
+printf 'Tell me a story.\nWhat did the cat do?\nAnd the dog?\nWhere did they go?\nWhy?\nThe end.\n' \
+  | "$RLX" chat --chat-template "$CHATML" --system "You tell stories." -c 160 -n 24 --temp 0 --backend cpu \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+answers=$(grep -c '^\[prefill: [0-9]* tokens, .* tokens/s; decode: [0-9]* tokens, .* tokens/s\]$' "$TMP/err")
+if [ $rc -ne 0 ] || [ "$answers" -ne 6 ] || ! grep -q 'outgrew the context of 160 tokens: dropped its oldest' "$TMP/err"; then
+  fail "chat through a small context: exit $rc, $answers answers of 6: $(cat "$TMP/err")"
+else
+  echo "chat -c 160: 6 answers, $(grep -c outgrew "$TMP/err") times oldest turns dropped"
+fi
+check
+{ printf 'once %.0s' $(seq 100); printf '\nHi\n'; } \
+  | "$RLX" chat --chat-template "$CHATML" -c 64 -n 8 --temp 0 --backend cpu >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q 'past the context of 64 tokens (see --ctx); it is not sent' "$TMP/err" \
+  && [ "$(grep -c '^\[prefill:' "$TMP/err")" -eq 1 ] || fail "chat, a message past the context: exit $rc, $(cat "$TMP/err")"
 
 summary
