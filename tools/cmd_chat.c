@@ -284,7 +284,7 @@ static rlx_status run(chat_args *a) {
     if (!s) {
         struct sigaction sa = {.sa_handler = on_sigint};
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART; /* a Ctrl-C at the prompt must not end getline */
+        sa.sa_flags = SA_RESTART; /* a Ctrl-C at the prompt must not end the line being read */
         sigaction(SIGINT, &sa, NULL);
         c.out.interrupt = &interrupted;
         c.out.ignore_eog = a->sample.ignore_eos;

@@ -189,6 +189,7 @@ static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer 
     fflush(stdout);
     out.ignore_eog = a->sample.ignore_eos;
     out.interrupt = &interrupted;
+    interrupted = 0; /* a command may run twice in one process (tests) */
     catch_sigint(true);
     out.t_start = rlx_cli_now();
     s = rlx_runner_generate(r, ids, n, n_new, &a->sample, rlx_cli_stream_on_token, &out, NULL, NULL);
