@@ -50,8 +50,8 @@ static void detokenize_usage(FILE *f) {
             "  --special            print control tokens (<s>, <|im_end|>) as their text\n"
             "  -h, --help           this text\n"
             "\n"
-            "exit status: 0 on success, 1 when the tokenizer cannot be read or an id is outside the\n"
-            "vocabulary, 2 on bad arguments.\n");
+            "exit status: 0 on success, 1 when the tokenizer cannot be read, 2 on bad arguments (an id\n"
+            "outside the vocabulary too).\n");
 }
 
 typedef struct {
@@ -200,11 +200,24 @@ static rlx_status tokenize(const tok_args *a) {
     return s;
 }
 
-static rlx_status detokenize(const tok_args *a, const int32_t *ids, int32_t n) {
+/* An id outside the vocabulary is a bad argument (exit 2), as --tokens in the model commands. */
+static rlx_status check_ids(const tok_args *a, const rlx_tokenizer *t, const int32_t *ids, int32_t n, bool *bad) {
+    int32_t vocab = rlx_tokenizer_vocab_size(t);
+    for (int32_t i = 0; i < n; i++) {
+        if (ids[i] < vocab) continue;
+        *bad = true;
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "IDS: item %d, id %d, is outside the vocabulary [0, %d) of '%s'",
+                          i + 1, ids[i], vocab, a->model);
+    }
+    return NULL;
+}
+
+static rlx_status detokenize(const tok_args *a, const int32_t *ids, int32_t n, bool *bad_ids) {
     rlx_tokenizer *t = NULL;
     char *text = NULL;
     size_t len = 0;
     rlx_status s = rlx_tokenizer_open(a->model, &t);
+    if (!s) s = check_ids(a, t, ids, n, bad_ids);
     if (!s) s = rlx_tokenizer_decode(t, ids, (size_t)n, a->special ? RLX_DECODE_SPECIAL : 0, &text, &len);
     if (!s) fwrite(text, 1, len, stdout);
     free(text);
@@ -235,7 +248,8 @@ int rlx_cmd_detokenize(int argc, char **argv) {
     int32_t *ids = NULL, n = 0;
     s = rlx_cli_parse_ids("IDS", a.ids, &ids, &n);
     if (s) return rlx_cli_fail("detokenize", s, true);
-    s = detokenize(&a, ids, n);
+    bool bad_ids = false;
+    s = detokenize(&a, ids, n, &bad_ids);
     free(ids);
-    return s ? rlx_cli_fail("detokenize", s, false) : RLX_EXIT_OK;
+    return s ? rlx_cli_fail("detokenize", s, bad_ids) : RLX_EXIT_OK;
 }

@@ -90,7 +90,8 @@ expect 2 "exactly one of -p TEXT or -f FILE" -- tokenize -m "$MODEL" -p x -f "$T
 expect 2 "unknown option" -- tokenize -m "$MODEL" -p x --bogus
 expect 2 "missing the token ids" -- detokenize -m "$MODEL"
 expect 2 "IDS" -- detokenize -m "$MODEL" 1,x
-expect 1 "outside the vocabulary" -- detokenize -m "$MODEL" 1,512
+# an id outside the vocabulary (512 ids) is a bad argument: exit 2, as --tokens elsewhere
+expect 2 "IDS: item 2, id 512, is outside the vocabulary [0, 512)" -- detokenize -m "$MODEL" 1,512
 expect 1 "cannot open" -- tokenize -m "$MODEL" -f "$TMP/missing.txt"
 expect 1 "$TMP/none.gguf" -- tokenize -m "$TMP/none.gguf" -p x
 printf 'not a model' >"$TMP/junk.bin"
