@@ -141,9 +141,12 @@ static void on_sigint(int sig) {
 
 /* Ctrl-C while generating stops it cleanly (the text so far, then the statistics, then exit 130,
  * as llama.cpp's llama-cli); SA_RESETHAND restores the default, so a second Ctrl-C ends the
- * process at once. */
-static void catch_sigint(bool on) {
-    struct sigaction sa = {.sa_handler = on ? on_sigint : SIG_DFL, .sa_flags = on ? SA_RESETHAND : 0};
+ * process at once. A SIGINT the caller ignores (a background job of a shell without job control)
+ * stays ignored. *old: the action to restore afterwards. */
+static void catch_sigint(struct sigaction *old) {
+    sigaction(SIGINT, NULL, old);
+    if (old->sa_handler == SIG_IGN) return;
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 }
@@ -190,12 +193,13 @@ static rlx_status generate_text(const run_args *a, rlx_runner *r, rlx_tokenizer 
     out.ignore_eog = a->sample.ignore_eos;
     out.interrupt = &interrupted;
     interrupted = 0; /* a command may run twice in one process (tests) */
-    catch_sigint(true);
+    struct sigaction old_sigint;
+    catch_sigint(&old_sigint);
     out.t_start = rlx_cli_now();
     s = rlx_runner_generate(r, ids, n, n_new, &a->sample, rlx_cli_stream_on_token, &out, NULL, NULL);
     if (!s) s = rlx_cli_stream_finish(&out);
     double t_end = rlx_cli_now();
-    catch_sigint(false);
+    sigaction(SIGINT, &old_sigint, NULL);
     end_text(&out, echo);
     if (!s && interrupted) fprintf(stderr, "rlx run: stopped by Ctrl-C after %d tokens\n", out.n);
     if (!s) rlx_cli_stream_report(&out, "run", r, n, t_end);

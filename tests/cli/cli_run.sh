@@ -92,14 +92,17 @@ else
 fi
 
 # Ctrl-C while generating: the text so far, the statistics, exit 130 (llama.cpp's). A process killed
-# by the signal would also show 130, so the statistics line is what proves the clean stop.
+# by the signal would also show 130, so the statistics line is what proves the clean stop. Job
+# control on (set -m): without it bash starts a background job with SIGINT ignored, which rlx keeps.
 check
+set -m
 "$RLX" run -n 100000 -c 8192 --ignore-eos --temp 0 --backend cpu -t 1 >"$TMP/out" 2>"$TMP/err" </dev/null &
 pid=$!
 for _ in $(seq 400); do [ "$(wc -c <"$TMP/out")" -gt 100 ] && break; sleep 0.05; done
 kill -INT $pid
 wait $pid
 rc=$?
+set +m
 if [ $rc -ne 130 ] || ! grep -q '^rlx run: stopped by Ctrl-C after [0-9]* tokens$' "$TMP/err" \
   || ! grep -q 'decode: .* tokens/s' "$TMP/err"; then
   fail "Ctrl-C during run: exit $rc, stderr: $(cat "$TMP/err")"
