@@ -23,6 +23,10 @@
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"     \
     "\\s+(?!\\S)|\\s+"
 #define MAX_HF_VOCAB (1u << 24) /* refuses absurd ids before allocating for them */
+/* Ids may leave holes (they become "[PAD<id>]" tokens), but no more holes than entries plus a
+ * little: the tables are sized by the largest id, and a few bytes of JSON must not buy gigabytes
+ * of them. HF and llama.cpp expect ids below the vocabulary size anyway. */
+#define HF_ID_SLACK 256u
 
 /* Vocabulary entries gathered from several JSON places before the table is built; texts are
  * borrowed from the JSON documents, which outlive the staging. */
@@ -31,8 +35,10 @@ typedef struct {
     size_t *len;
     uint8_t *type;
     uint8_t *flags;
-    uint32_t n;   /* ids 0 .. n-1 are in use */
-    uint32_t cap; /* allocated entries */
+    uint32_t n;     /* ids 0 .. n-1 are in use */
+    uint32_t cap;   /* allocated entries */
+    uint32_t limit; /* ids must be below this (id_limit of the entries the files hold) */
+    size_t entries; /* how many entries the files hold, for messages */
 } staging;
 
 typedef struct {
@@ -59,9 +65,16 @@ static rlx_status load_json(const char *path, bool as_real, json_t **out) {
     return NULL;
 }
 
+/* Sets the id bound from the number of entries the files list (vocabulary and added tokens). */
+static void staging_set_entries(staging *st, size_t entries) {
+    st->entries = entries;
+    uint64_t limit = 2 * (uint64_t)entries + HF_ID_SLACK;
+    st->limit = limit < MAX_HF_VOCAB ? (uint32_t)limit : MAX_HF_VOCAB;
+}
+
 static rlx_status staging_grow(staging *st, uint32_t n, const char *what) {
     if (n <= st->n) return NULL;
-    if (n > MAX_HF_VOCAB) return rlx_errorf(RLX_ERR_BAD_FILE, "%s: token id %" PRIu32 " is absurdly large", what, n - 1);
+    if (n > st->limit) return rlx_errorf(RLX_ERR_INTERNAL, "%s: token id %" PRIu32 " passed the id check", what, n - 1);
     if (n > st->cap) { /* geometric growth: vocab.json lists ids one by one */
         uint32_t cap = st->cap ? st->cap : 1024;
         while (cap < n) cap *= 2;
@@ -95,9 +108,10 @@ static void staging_free(staging *st) {
 
 static rlx_status stage(staging *st, json_int_t id, const char *text, size_t len, uint8_t type, uint8_t flags,
                         const char *what) {
-    if (id < 0 || id >= (json_int_t)MAX_HF_VOCAB)
-        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: token '%.64s' has id %" JSON_INTEGER_FORMAT " (expected 0 .. %u)", what,
-                          text, id, MAX_HF_VOCAB - 1);
+    if (id < 0 || id >= (json_int_t)st->limit)
+        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: token '%.64s' has id %" JSON_INTEGER_FORMAT " (expected 0 .. %" PRIu32
+                          ": the files list %zu tokens, and ids may leave at most as many holes plus %u)", what, text,
+                          id, st->limit - 1, st->entries, HF_ID_SLACK);
     RLX_TRY(staging_grow(st, (uint32_t)id + 1, what));
     if (st->text[id] && (st->len[id] != len || memcmp(st->text[id], text, len)))
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: id %" JSON_INTEGER_FORMAT " is both '%.64s' and '%.64s'", what, id,
@@ -288,8 +302,9 @@ static rlx_status parse_tokenizer_json(hf_load *h, rlx_tokenizer *t) {
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: BPE with byte_fallback (SentencePiece-style) is not supported; "
                           "use the GGUF or tokenizer.model", h->what);
     t->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
-    RLX_TRY(stage_vocab_object(&h->st, json_object_get(model, "vocab"), h->what));
     json_t *added = json_object_get(h->root, "added_tokens"), *tok;
+    staging_set_entries(&h->st, json_object_size(json_object_get(model, "vocab")) + json_array_size(added));
+    RLX_TRY(stage_vocab_object(&h->st, json_object_get(model, "vocab"), h->what));
     size_t i;
     json_array_foreach(added, i, tok) {
         json_t *id = json_object_get(tok, "id");
@@ -428,6 +443,8 @@ static rlx_status load_vocab_merges(const char *dir, hf_load *h, rlx_tokenizer *
     char path[4096];
     snprintf(path, sizeof path, "%s/vocab.json", dir);
     RLX_TRY(load_json(path, false, &h->root));
+    staging_set_entries(&h->st, json_object_size(h->root) +
+                                    json_object_size(json_object_get(h->config, "added_tokens_decoder")));
     RLX_TRY(stage_vocab_object(&h->st, h->root, "vocab.json"));
     RLX_TRY(stage_config_added(h));
     RLX_TRY(class_pretok(h, t));
