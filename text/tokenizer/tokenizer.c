@@ -394,19 +394,22 @@ static rlx_status partition(const rlx_tokenizer *t, const char *text, size_t len
     return s;
 }
 
-static rlx_status encode_bpe_fragment(const rlx_tokenizer *t, const char *s, size_t n, rlx_tok_ids *out) {
-    if (!t->bpe_prefix_space || s[0] == ' ') return rlx_tok_bpe_encode(t, s, n, out);
+static rlx_status encode_bpe_fragment(const rlx_tokenizer *t, const char *s, size_t n, rlx_tok_budget *budget,
+                                      rlx_tok_ids *out) {
+    if (!t->bpe_prefix_space || s[0] == ' ') return rlx_tok_bpe_encode(t, s, n, budget, out);
     rlx_tok_buf b = {0};
     rlx_status st = rlx_tok_buf_append(&b, " ", 1);
     if (!st) st = rlx_tok_buf_append(&b, s, n);
-    if (!st) st = rlx_tok_bpe_encode(t, b.p, b.len, out);
+    if (!st) st = rlx_tok_bpe_encode(t, b.p, b.len, budget, out);
     rlx_tok_buf_free(&b);
     return st;
 }
 
-static rlx_status encode_fragments(const rlx_tokenizer *t, const char *text, const fragment_list *frags,
+/* text is the whole (clean) text of length len: one regex budget serves all its fragments. */
+static rlx_status encode_fragments(const rlx_tokenizer *t, const char *text, size_t len, const fragment_list *frags,
                                    unsigned flags, rlx_tok_ids *out) {
     bool add = flags & RLX_ENCODE_ADD_SPECIAL;
+    rlx_tok_budget budget = rlx_tok_regex_budget(&t->pretok, len + frags->n); /* + a prefix space each */
     if (add && t->add_bos) RLX_TRY(rlx_tok_ids_push(out, t->special[RLX_SPECIAL_BOS]));
     bool prev_special = true; /* SPM puts a space prefix on the first fragment and after specials */
     for (size_t i = 0; i < frags->n; i++) {
@@ -417,7 +420,7 @@ static rlx_status encode_fragments(const rlx_tokenizer *t, const char *text, con
             continue;
         }
         const char *s = text + f->off;
-        if (t->kind == RLX_TOKENIZER_BPE) RLX_TRY(encode_bpe_fragment(t, s, f->len, out));
+        if (t->kind == RLX_TOKENIZER_BPE) RLX_TRY(encode_bpe_fragment(t, s, f->len, &budget, out));
         else if (t->kind == RLX_TOKENIZER_SPM) RLX_TRY(rlx_tok_spm_encode(t, s, f->len, t->add_space_prefix && prev_special, out));
         else RLX_TRY(rlx_tok_wpm_encode(t, s, f->len, out));
         prev_special = false;
@@ -449,7 +452,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
     fragment_list frags = {0};
     rlx_tok_ids out = {0};
     if (!s) s = partition(t, clean, clean_len, flags & RLX_ENCODE_PARSE_SPECIAL, &frags);
-    if (!s) s = encode_fragments(t, clean, &frags, flags, &out);
+    if (!s) s = encode_fragments(t, clean, clean_len, &frags, flags, &out);
     if (!s && !out.v) { /* an empty result is still an allocation the caller frees */
         s = rlx_tok_ids_push(&out, 0);
         out.n = 0;

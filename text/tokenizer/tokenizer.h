@@ -112,8 +112,21 @@ typedef struct rlx_tok_pretok {
     char *name;                     /* owned: llama.cpp's pre-tokenizer name, or "tokenizer.json" */
     uint32_t n_regex;
     void *regex[RLX_TOK_MAX_REGEX]; /* owned: compiled pcre2_code_8, applied in order */
+    char *source[RLX_TOK_MAX_REGEX];/* owned: each regex's pattern, for messages */
     bool byte_encode;               /* map words' bytes to GPT-2's printable characters */
 } rlx_tok_pretok;
+
+/* The regex work one encode may do, in PCRE2 match-limit units (each unit is one backtracking
+ * step of the matcher). PCRE2's own limit restarts at every start position, so a pattern that
+ * backtracks just under it everywhere costs limit x text length; this budget bounds the sum. */
+typedef struct rlx_tok_budget {
+    uint64_t total; /* what the encode started with */
+    uint64_t left;
+} rlx_tok_budget;
+
+/* The budget of one encode of a text of len bytes with p: a fixed part plus a part per byte and
+ * regex, capped; several times what the real patterns are charged on long texts (docs/RELIABILITY.md). */
+rlx_tok_budget rlx_tok_regex_budget(const rlx_tok_pretok *p, size_t len);
 
 /* The regex list of one of llama.cpp's named pre-tokenizers. *ignore_merges tells whether that
  * pre-tokenizer takes a word whole when it is in the vocabulary; *add_bos its default add_bos
@@ -135,8 +148,10 @@ typedef struct rlx_tok_words {
 
 /* Appends the words of text[0, len) (valid UTF-8) to *w. Each regex splits every current piece
  * into its matches and the gaps between them (HF Split, behavior Isolated; llama.cpp's
- * unicode_regex_split). */
-rlx_status rlx_tok_pretok_split(const rlx_tok_pretok *p, const char *text, size_t len, rlx_tok_words *w);
+ * unicode_regex_split). The matching is charged to *budget; an error names the regex when it runs
+ * out. */
+rlx_status rlx_tok_pretok_split(const rlx_tok_pretok *p, const char *text, size_t len, rlx_tok_budget *budget,
+                                rlx_tok_words *w);
 void rlx_tok_words_free(rlx_tok_words *w);
 
 /* GPT-2's byte <-> printable-character mapping (openai/gpt-2 encoder.py bytes_to_unicode). */
@@ -172,7 +187,8 @@ rlx_status rlx_tok_new(rlx_tokenizer_kind kind, rlx_tokenizer **out);
 rlx_status rlx_tok_finish(rlx_tokenizer *t, const char *what);
 
 /* Model algorithms: each appends the ids of one text fragment (valid UTF-8, no special tokens). */
-rlx_status rlx_tok_bpe_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_ids *out);
+rlx_status rlx_tok_bpe_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_budget *budget,
+                              rlx_tok_ids *out);
 rlx_status rlx_tok_spm_encode(const rlx_tokenizer *t, const char *text, size_t len, bool space_prefix,
                               rlx_tok_ids *out);
 rlx_status rlx_tok_wpm_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_ids *out);

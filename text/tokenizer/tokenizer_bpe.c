@@ -101,10 +101,11 @@ static rlx_status encode_word(const rlx_tokenizer *t, const char *word, size_t l
     return NULL;
 }
 
-rlx_status rlx_tok_bpe_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_ids *out) {
+rlx_status rlx_tok_bpe_encode(const rlx_tokenizer *t, const char *text, size_t len, rlx_tok_budget *budget,
+                              rlx_tok_ids *out) {
     rlx_tok_words words = {0};
     bpe_work w = {.heap = {.item_size = sizeof(bpe_pair), .before = pair_before, .what = "BPE"}};
-    rlx_status s = rlx_tok_pretok_split(&t->pretok, text, len, &words);
+    rlx_status s = rlx_tok_pretok_split(&t->pretok, text, len, budget, &words);
     for (size_t i = 0; !s && i < words.n; i++) s = encode_word(t, words.bytes.p + words.off[i], words.len[i], &w, out);
     rlx_tok_words_free(&words);
     free(w.sym);

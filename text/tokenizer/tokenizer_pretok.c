@@ -7,6 +7,7 @@
  * tokenizer.json pattern is used: PCRE2 supports it directly. Each regex splits every current piece
  * into matches and the gaps between them (HF Split, behavior "Isolated"). */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <inttypes.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,16 +119,23 @@ static rlx_status compile_regex(rlx_tok_pretok *p, const char *pattern, const ch
     int err;
     PCRE2_SIZE at;
     /* DOLLAR_ENDONLY: '$' means the end of the piece, as in ECMAScript and Rust, not "before a
-     * final newline". */
+     * final newline". USE_OFFSET_LIMIT: the matcher bounds the start positions of each call. */
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &at, NULL);
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_USE_OFFSET_LIMIT, &err, &at,
+                                   NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "pre-tokenizer '%s': regex /%.200s/ does not compile at offset %zu: %s",
                           name, pattern, (size_t)at, (const char *)msg);
     }
+    char *source = strdup(pattern);
+    if (!source) {
+        pcre2_code_free(re);
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "pre-tokenizer '%s': out of memory", name);
+    }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: without JIT, pcre2_match interprets */
+    p->source[p->n_regex] = source;
     p->regex[p->n_regex++] = re;
     return NULL;
 }
@@ -187,7 +195,10 @@ rlx_status rlx_tok_pretok_regexes(rlx_tok_pretok *p, const char *name, const cha
 }
 
 void rlx_tok_pretok_free(rlx_tok_pretok *p) {
-    for (uint32_t i = 0; i < p->n_regex; i++) pcre2_code_free(p->regex[i]);
+    for (uint32_t i = 0; i < p->n_regex; i++) {
+        pcre2_code_free(p->regex[i]);
+        free(p->source[i]);
+    }
     free(p->name);
     *p = (rlx_tok_pretok){0};
 }
@@ -222,30 +233,165 @@ static void piece_free(piece_list *l) {
     *l = (piece_list){0};
 }
 
-static int match_at(const pcre2_code *re, const char *s, size_t n, size_t start, pcre2_match_data *md) {
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, md, NULL);
-    /* The JIT's fixed stack can run out on long backtracking matches; the interpreter uses the heap. */
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        rc = pcre2_match(re, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
+/* ---- matching within a budget ----
+ *
+ * PCRE2's match limit restarts at every start position, so one call on a pattern that backtracks
+ * just under the limit everywhere costs limit x length. Each search here therefore first runs
+ * unanchored with a small limit over a window of WINDOW bytes of start positions, which costs at
+ * most (WINDOW + 1) x FIRST_LIMIT units and is charged so. A start position that needs more (a long
+ * run of spaces under `\s*[\r\n]+`) is then found by anchored calls, one position at a time, each
+ * retried with 8 times the limit until it completes or the encode's budget is spent: every unit
+ * the matcher may use is charged before or as it is used. */
+#define FIRST_LIMIT 32u             /* above what real patterns need per position on prose */
+#define WINDOW 32u                  /* bytes of start positions one unanchored call may try */
+#define BUDGET_FIXED (1u << 22)     /* what a short text may spend */
+#define BUDGET_PER_BYTE 256u        /* per byte of text and regex */
+#define BUDGET_MAX (1ull << 30)     /* whatever the length of the text */
+#define DEPTH_LIMIT 10000u          /* the interpreter's backtracking depth */
+#define HEAP_LIMIT_KIB (64u * 1024) /* the interpreter's backtracking frames */
+
+typedef struct {
+    const rlx_tok_pretok *p;
+    uint32_t r; /* the regex in use */
+    rlx_tok_budget *budget;
+    pcre2_match_data *md;    /* owned */
+    pcre2_match_context *mc; /* owned */
+} matcher;
+
+rlx_tok_budget rlx_tok_regex_budget(const rlx_tok_pretok *p, size_t len) {
+    uint64_t per = (uint64_t)BUDGET_PER_BYTE * (p->n_regex ? p->n_regex : 1);
+    uint64_t total = len > (BUDGET_MAX - BUDGET_FIXED) / per ? BUDGET_MAX : BUDGET_FIXED + per * len;
+    return (rlx_tok_budget){total, total};
+}
+
+static rlx_status matcher_init(matcher *m) {
+    m->md = pcre2_match_data_create(1, NULL);
+    m->mc = pcre2_match_context_create(NULL);
+    if (!m->md || !m->mc)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "pre-tokenizer '%s': out of memory for match data", m->p->name);
+    /* The JIT ignores these and keeps to its fixed stack; the interpreter, which takes over when
+     * that stack runs out, keeps to them. */
+    pcre2_set_depth_limit(m->mc, DEPTH_LIMIT);
+    pcre2_set_heap_limit(m->mc, HEAP_LIMIT_KIB);
+    return NULL;
+}
+
+static void matcher_free(matcher *m) {
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mc);
+}
+
+static rlx_status match_error(const matcher *m, size_t len, int rc) {
+    const char *name = m->p->name, *re = m->p->source[m->r];
+    unsigned r = m->r;
+    if (rc == PCRE2_ERROR_MATCHLIMIT)
+        return rlx_errorf(RLX_ERR_BAD_FILE, "pre-tokenizer '%s' regex %u /%.100s/: its matching cost exceeded the "
+                          "budget of %" PRIu64 " steps for this text (%zu-byte piece): the pattern backtracks "
+                          "without bound", name, r, re, m->budget->total, len);
+    if (rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT)
+        return rlx_errorf(RLX_ERR_BAD_FILE, "pre-tokenizer '%s' regex %u /%.100s/ on a %zu-byte piece: its "
+                          "backtracking exceeded the %s limit (%s)", name, r, re, len,
+                          rc == PCRE2_ERROR_DEPTHLIMIT ? "depth" : "heap",
+                          rc == PCRE2_ERROR_DEPTHLIMIT ? "10000 levels" : "64 MiB");
+    if (rc == PCRE2_ERROR_NOMEMORY)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "pre-tokenizer '%s' regex %u on a %zu-byte piece: out of memory", name,
+                          r, len);
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(rc, msg, sizeof msg);
+    return rlx_errorf(RLX_ERR_INTERNAL, "pre-tokenizer '%s' regex %u on a %zu-byte piece: %s", name, r, len,
+                      (const char *)msg);
+}
+
+/* One pcre2_match trying start positions start .. last with the given limit. The JIT's fixed
+ * stack can run out on deep backtracking; the interpreter then runs it again (*runs = 2). */
+static int run(matcher *m, const char *s, size_t n, size_t start, size_t last, uint32_t opts, uint32_t limit,
+               unsigned *runs) {
+    pcre2_set_match_limit(m->mc, limit);
+    pcre2_set_offset_limit(m->mc, last);
+    const pcre2_code *re = m->p->regex[m->r];
+    *runs = 1;
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, start, opts | PCRE2_NO_UTF_CHECK, m->md, m->mc);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+        *runs = 2;
+        rc = pcre2_match(re, (PCRE2_SPTR)s, n, start, opts | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, m->md, m->mc);
+    }
     return rc;
 }
 
-/* Splits text[off, off + len) by one regex into out: matches and the gaps between them. */
-static rlx_status split_piece(const rlx_tok_pretok *p, uint32_t r, const char *text, size_t off, size_t len,
-                              pcre2_match_data *md, piece_list *out) {
+static size_t next_char(const char *s, size_t n, size_t i) {
+    for (i++; i < n && ((uint8_t)s[i] & 0xC0) == 0x80; i++) {}
+    return i;
+}
+
+static void take_match(const matcher *m, bool *found, size_t *ms, size_t *me) {
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+    *found = true;
+    *ms = ov[0];
+    *me = ov[1];
+}
+
+/* The slow path: start positions start .. last one by one, each with a growing limit. */
+static rlx_status step_anchored(matcher *m, const char *s, size_t n, size_t start, size_t last, bool *found,
+                                size_t *ms, size_t *me) {
+    for (size_t p = start; p <= last && p < n; p = next_char(s, n, p)) {
+        for (uint64_t limit = FIRST_LIMIT;; limit *= 8) {
+            uint64_t room = m->budget->left / 2; /* a call may run twice (run) */
+            uint64_t l = limit < room ? limit : room;
+            if (l > UINT32_MAX) l = UINT32_MAX;
+            if (l == 0) return match_error(m, n, PCRE2_ERROR_MATCHLIMIT);
+            unsigned runs;
+            int rc = run(m, s, n, p, p, PCRE2_ANCHORED, (uint32_t)l, &runs);
+            m->budget->left -= runs * l;
+            if (rc >= 0) {
+                take_match(m, found, ms, me);
+                return NULL;
+            }
+            if (rc == PCRE2_ERROR_NOMATCH) break;
+            if (rc != PCRE2_ERROR_MATCHLIMIT) return match_error(m, n, rc);
+            if (l < limit) return match_error(m, n, rc); /* it had all that was left */
+        }
+    }
+    *found = false;
+    return NULL;
+}
+
+/* The leftmost match in s[0, n) starting at or after start (*found false: none). */
+static rlx_status find_match(matcher *m, const char *s, size_t n, size_t start, bool *found, size_t *ms, size_t *me) {
+    while (start < n) {
+        size_t last = n - start > WINDOW ? start + WINDOW : n; /* the last start position to try */
+        uint64_t worst = 2 * (uint64_t)(last - start + 1) * FIRST_LIMIT;
+        int rc = PCRE2_ERROR_MATCHLIMIT;
+        if (worst <= m->budget->left) {
+            unsigned runs;
+            rc = run(m, s, n, start, last, 0, FIRST_LIMIT, &runs);
+            size_t tried = rc >= 0 ? pcre2_get_ovector_pointer(m->md)[0] - start + 1 : last - start + 1;
+            m->budget->left -= (uint64_t)runs * tried * FIRST_LIMIT;
+        }
+        if (rc >= 0) {
+            take_match(m, found, ms, me);
+            return NULL;
+        }
+        if (rc == PCRE2_ERROR_MATCHLIMIT) {
+            RLX_TRY(step_anchored(m, s, n, start, last, found, ms, me));
+            if (*found) return NULL;
+        } else if (rc != PCRE2_ERROR_NOMATCH) {
+            return match_error(m, n, rc);
+        }
+        start = next_char(s, n, last);
+    }
+    *found = false;
+    return NULL;
+}
+
+/* Splits text[off, off + len) by the matcher's regex into out: matches and the gaps between them. */
+static rlx_status split_piece(matcher *m, const char *text, size_t off, size_t len, piece_list *out) {
     const char *s = text + off;
     size_t start = 0, last = 0;
     while (start < len) {
-        int rc = match_at(p->regex[r], s, len, start, md);
-        if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(rc, msg, sizeof msg);
-            return rlx_errorf(RLX_ERR_UNSUPPORTED, "pre-tokenizer '%s' regex %u on a %zu-byte piece: %s", p->name,
-                              r, len, (const char *)msg);
-        }
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        size_t ms = ov[0], me = ov[1];
+        bool found;
+        size_t ms, me;
+        RLX_TRY(find_match(m, s, len, start, &found, &ms, &me));
+        if (!found) break;
         if (me == ms) { /* an empty match splits nothing: step over one character */
             start = ms + rlx_utf8_lead_len((uint8_t)s[ms]);
             continue;
@@ -285,23 +431,22 @@ static rlx_status push_word(const rlx_tok_pretok *p, const char *s, size_t n, rl
     return NULL;
 }
 
-rlx_status rlx_tok_pretok_split(const rlx_tok_pretok *p, const char *text, size_t len, rlx_tok_words *w) {
+rlx_status rlx_tok_pretok_split(const rlx_tok_pretok *p, const char *text, size_t len, rlx_tok_budget *budget,
+                                rlx_tok_words *w) {
     piece_list cur = {0}, next = {0};
-    pcre2_match_data *md = NULL;
+    matcher m = {.p = p, .budget = budget};
     rlx_status s = piece_push(&cur, 0, len);
-    if (!s && p->n_regex) {
-        md = pcre2_match_data_create(1, NULL);
-        if (!md) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "pre-tokenizer: out of memory for match data");
-    }
+    if (!s && p->n_regex) s = matcher_init(&m);
     for (uint32_t r = 0; !s && r < p->n_regex; r++) {
         next.n = 0;
-        for (size_t i = 0; !s && i < cur.n; i++) s = split_piece(p, r, text, cur.off[i], cur.len[i], md, &next);
+        m.r = r;
+        for (size_t i = 0; !s && i < cur.n; i++) s = split_piece(&m, text, cur.off[i], cur.len[i], &next);
         piece_list t = cur;
         cur = next;
         next = t;
     }
     for (size_t i = 0; !s && i < cur.n; i++) s = push_word(p, text + cur.off[i], cur.len[i], w);
-    pcre2_match_data_free(md);
+    matcher_free(&m);
     piece_free(&cur);
     piece_free(&next);
     return s;
