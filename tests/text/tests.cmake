@@ -34,3 +34,9 @@ rlx_tokenizer_tests(test_tokenizer_roundtrip "unit"
 rlx_add_test(NAME test_tokenizer_unit SOURCES test_tokenizer_unit.c test_tokenizer_util.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
 rlx_add_test(NAME test_tokenizer_hfjson SOURCES test_tokenizer_hfjson.c test_tokenizer_util.c LABELS unit)
 rlx_add_test(NAME test_text_utf8 SOURCES test_text_utf8.c LABELS unit)
+# Hostile tokenizer files: the regex budget of an encode, ids far beyond the entries; and long
+# ordinary texts within the budget. TIMEOUT is the hang guard (the crafted inputs fail in well
+# under a second).
+rlx_tokenizer_tests(test_tokenizer_limits "unit" regex memory long)
+set_tests_properties(test_tokenizer_limits_regex test_tokenizer_limits_memory test_tokenizer_limits_long
+  PROPERTIES TIMEOUT 20)
