@@ -26,13 +26,14 @@ static const char *write_file(const char *name, const char *text, size_t len) {
     return p;
 }
 
-/* A tokenizer.json of the letters a..z (ids 0..25) with the given pre_tokenizer JSON. */
+/* A tokenizer.json of the letters a..z (ids 0..25) and "ab" (26, merged from "a b") with the given
+ * pre_tokenizer JSON. */
 static const char *letters_tokenizer(const char *pre_tokenizer) {
     static char buf[8192];
     int n = snprintf(buf, sizeof buf, "{\"version\": \"1.0\", \"added_tokens\": [], \"pre_tokenizer\": %s, "
                      "\"model\": {\"type\": \"BPE\", \"vocab\": {", pre_tokenizer);
     for (int c = 0; c < 26; c++) n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"%c\": %d", c ? ", " : "", 'a' + c, c);
-    n += snprintf(buf + n, sizeof buf - (size_t)n, "}, \"merges\": []}}");
+    n += snprintf(buf + n, sizeof buf - (size_t)n, ", \"ab\": 26}, \"merges\": [\"a b\"]}}");
     return write_file("tokenizer.json", buf, (size_t)n);
 }
 
@@ -71,6 +72,41 @@ static void regex_budget(void) {
     }
     snprintf(seq + n, sizeof seq - (size_t)n, "]}");
     expect_budget_error(seq, "(?!)/: its matching cost exceeded the budget");
+}
+
+/* The matcher searches a window of start positions at a time and retries expensive positions one
+ * by one: neither may lose a match. A Split that isolates every "b" keeps "a" and "b" apart, so
+ * "a...ab" must give k x a then b, never the merged "ab" (26), wherever the b falls. The other
+ * patterns cost a unit per character of a run before they fail (the JIT counts the group's
+ * iterations, not a plain \s*): past the first limit, positions there go the slow way; the last
+ * puts the b itself at the end of such a window. Spaces are not in the vocabulary: no ids. */
+static void no_match_lost(void) {
+    static const struct {
+        const char *regex; /* as JSON string content */
+        size_t spaces;     /* before the k leading characters */
+        char lead;
+    } cases[] = {{"b", 0, 'a'}, {"(?:\\\\s(?!x))*\\\\n|b", 100, 'a'}, {"(?:a(?!x))*\\\\n|b", 0, 'a'}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char one[512];
+        rlx_tokenizer *t = NULL;
+        if (!T_OK(rlx_tokenizer_open(letters_tokenizer(split(one, sizeof one, cases[c].regex)), &t))) return;
+        for (size_t k = 1; k < 140; k++) {
+            char text[400];
+            size_t sp = cases[c].spaces;
+            memset(text, ' ', sp);
+            memset(text + sp, cases[c].lead, k);
+            text[sp + k] = 'b';
+            int32_t *ids = NULL;
+            size_t n = 0;
+            if (!T_OK(rlx_tokenizer_encode(t, text, sp + k + 1, 0, &ids, &n))) break;
+            size_t n_a = cases[c].lead == 'a' ? k : 0;
+            bool ok = n == n_a + 1 && ids[n_a] == 1;
+            for (size_t i = 0; ok && i < n_a; i++) ok = ids[i] == 0;
+            T_CHECK(ok, "case %zu, b after %zu x '%c': %s", c, k, cases[c].lead, tt_ids_str(ids, n));
+            free(ids);
+        }
+        rlx_tokenizer_close(t);
+    }
 }
 
 /* Text that real tokenizers meet: prose, code indented by up to 1,000 spaces, runs of spaces and
@@ -168,7 +204,10 @@ static void sparse_ids(void) {
 int main(int argc, char **argv) {
     t_tmp_dir("rlx_tok_limits");
     const char *only = argc > 1 ? argv[1] : NULL;
-    if (!only || !strcmp(only, "regex")) regex_budget();
+    if (!only || !strcmp(only, "regex")) {
+        regex_budget();
+        no_match_lost();
+    }
     if (!only || !strcmp(only, "memory")) sparse_ids();
     if (!only || !strcmp(only, "long")) {
         long_texts("qwen2");
