@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_tokenizer_util.h"
 #include "loader/format/gguf.h"
 #include "text/tokenizer/tokenizer.h"
 
 #define MAX_TOKENS 1024
-#define MAX_TEXT 4096
 
 typedef struct {
     uint8_t *p;
@@ -132,38 +132,6 @@ static rlx_gguf *build(const uint8_t *data, size_t size, const uint8_t **text, s
     return g;
 }
 
-static void exercise(const rlx_tokenizer *t, const uint8_t *text, size_t len, unsigned flags) {
-    if (len > MAX_TEXT) len = MAX_TEXT;
-    int32_t *ids = NULL;
-    size_t n = 0;
-    rlx_status s = rlx_tokenizer_encode(t, (const char *)text, len, flags & 3, &ids, &n);
-    if (s) {
-        rlx_status_free(s);
-        return;
-    }
-    char *out = NULL;
-    size_t out_len = 0;
-    rlx_status_free(rlx_tokenizer_decode(t, ids, n, RLX_DECODE_SPECIAL, &out, &out_len));
-    free(out);
-    rlx_detokenizer *d = NULL;
-    if (!rlx_detokenizer_create(t, (flags & 4) ? RLX_DECODE_CONTINUE : 0, &d)) {
-        const char *p;
-        size_t k;
-        for (size_t i = 0; i < n; i++) rlx_status_free(rlx_detokenizer_push(d, ids[i], &p, &k));
-        rlx_status_free(rlx_detokenizer_push(d, (int32_t)len - 7, &p, &k)); /* maybe out of range */
-        rlx_detokenizer_finish(d, &p, &k);
-        rlx_detokenizer_destroy(d);
-    }
-    free(ids);
-    /* Arbitrary ids from the text bytes, in and out of range. */
-    int32_t raw[16];
-    size_t nr = len < 16 ? len : 16;
-    for (size_t i = 0; i < nr; i++) raw[i] = (int32_t)text[i] * 3 - 40;
-    out = NULL; /* decode leaves it untouched on error */
-    rlx_status_free(rlx_tokenizer_decode(t, raw, nr, 0, &out, &out_len));
-    free(out);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
@@ -180,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rlx_tokenizer *t = NULL;
     rlx_status s = g ? rlx_tokenizer_from_gguf(g, &t) : NULL;
     if (g && !s) {
-        exercise(t, text, text_len, flags);
+        fuzz_tok_exercise(t, text, text_len, flags);
         rlx_tokenizer_close(t);
     }
     rlx_status_free(s);
