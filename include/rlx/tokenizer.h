@@ -11,7 +11,8 @@
  *  - Input text is UTF-8. Every byte that does not start a well-formed UTF-8 sequence (stray
  *    continuation bytes, truncated sequences, overlong forms, surrogates, > U+10FFFF) is replaced
  *    by U+FFFD before tokenizing, one U+FFFD per such byte, as llama.cpp does. Bad text is not
- *    an error (running out of memory, or PCRE2's match limit on a pathological text, is).
+ *    an error (running out of memory is, and so is a pre-tokenizer regex of the tokenizer file
+ *    whose backtracking exceeds the matching budget of one encode: RLX_ERR_BAD_FILE naming it).
  *  - Special (control) tokens such as <|im_start|> are recognised in the text only with
  *    RLX_ENCODE_PARSE_SPECIAL; otherwise their text is tokenized as ordinary characters.
  *    User-defined tokens (GGUF token type 4, HF added tokens with "special": false) are always
