@@ -209,6 +209,17 @@ static rlx_status gg_attention(const gguf_src *s, rlx_model_config *c) {
     return gg_u32(s, "attention.sliding_window", false, 0, &c->sliding_window);
 }
 
+/* llama.cpp counts multi-token-prediction blocks in block_count and runs the first
+ * block_count - nextn_predict_layers (llama-model.cpp, LLM_KV_NEXTN_PREDICT_LAYERS). */
+static rlx_status gg_nextn(const gguf_src *s, rlx_model_config *c) {
+    RLX_TRY(gg_u32(s, "nextn_predict_layers", false, 0, &c->n_layer_nextn));
+    if (c->n_layer_nextn >= c->n_layer && c->n_layer_nextn)
+        return rlx_errorf(RLX_ERR_BAD_FILE, "GGUF: '%s.nextn_predict_layers' = %" PRIu32 " leaves no layer of %" PRIu32
+                          " blocks to run", s->arch, c->n_layer_nextn, c->n_layer);
+    c->n_layer -= c->n_layer_nextn;
+    return NULL;
+}
+
 /* RoPE scaling types GGUF names (none, linear, yarn, longrope) other than none are not done;
  * llama3's scaling is baked into rope_freqs.weight by the converter. The factor and original
  * context, when a file carries them, are kept for reference. */
@@ -302,6 +313,7 @@ rlx_status rlx_model_config_from_gguf(const rlx_gguf *g, rlx_model_config *out) 
         return err ? err : rlx_errorf(RLX_ERR_BAD_FILE, "GGUF: missing required key 'general.architecture'");
     RLX_TRY(rlx_family_from_gguf_arch(s.arch, &c.family));
     RLX_TRY(gg_attention(&s, &c));
+    RLX_TRY(gg_nextn(&s, &c));
     RLX_TRY(gg_rope_scaling(&s, &c));
     RLX_TRY(gg_attn_scale(&s, &c));
     RLX_TRY(gg_layers(&s, &c));

@@ -33,7 +33,9 @@ typedef enum {
 
 typedef struct rlx_model_config {
     rlx_family family;
-    uint32_t n_layer;
+    uint32_t n_layer;    /* decoder layers the model runs */
+    uint32_t n_layer_nextn; /* multi-token-prediction blocks stored after them (GGUF
+                             * `nextn_predict_layers`, counted in its block_count); not run */
     uint32_t n_embd;     /* hidden size */
     uint32_t n_head;
     uint32_t n_head_kv;

@@ -20,3 +20,4 @@ rlx_add_test(NAME test_quantize_fixtures SOURCES test_quantize_fixtures.c LABELS
 rlx_add_test(NAME test_gguf_writer SOURCES test_gguf_writer.c LABELS unit)
 rlx_add_test(NAME test_quantize_mix SOURCES test_quantize_mix.c ${CMAKE_SOURCE_DIR}/tools/synth_shapes.c LABELS unit parity)
 rlx_add_test(NAME test_quantize_logits SOURCES test_quantize_logits.c LABELS parity)
+rlx_add_test(NAME test_model_unused SOURCES test_model_unused.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
