@@ -1,6 +1,5 @@
 #include "runners/graph_util.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #include "loader/core/dtype.h"
@@ -104,7 +103,7 @@ rlx_node rlx_fwd_attention(rlx_fwd *f, int32_t il, rlx_node q, rlx_node k, rlx_n
 }
 
 float rlx_fwd_attn_scale(const rlx_fwd *f) {
-    return f->c->attn_scale > 0 ? f->c->attn_scale : (float)(1.0 / sqrt((double)f->c->head_dim));
+    return f->c->attn_scale;
 }
 
 int32_t rlx_fwd_window(const rlx_fwd *f, int32_t il) {

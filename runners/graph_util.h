@@ -47,7 +47,7 @@ rlx_node rlx_fwd_rope(rlx_fwd *f, rlx_node x, float base);
  * k [rows, H_kv, Dh], v [rows, H_kv, Dv] with the config's head counts; returns [rows, H*Dv]. */
 rlx_node rlx_fwd_attention(rlx_fwd *f, int32_t il, rlx_node q, rlx_node k, rlx_node v, float scale,
                            int32_t window);
-/* The softmax scale from the config (1/sqrt(head_dim) when the config leaves it 0). */
+/* The softmax scale from the config (the loader proves it finite and positive). */
 float rlx_fwd_attn_scale(const rlx_fwd *f);
 /* The sliding window of layer il: cfg.sliding_window on sliding layers, else 0. */
 int32_t rlx_fwd_window(const rlx_fwd *f, int32_t il);

@@ -5,6 +5,7 @@
  * load_hparams). config.json keys are transformers' (LlamaConfig, Qwen3Config, Gemma3TextConfig,
  * Qwen3MoeConfig, Qwen3_5TextConfig), read the way convert_hf_to_gguf.py reads them, so that a
  * checkpoint and its conversion give the same config. */
+#include <float.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -83,6 +84,20 @@ static rlx_status check_positive(const char *what, const char *field, uint64_t v
     return NULL;
 }
 
+/* Ceilings of the float hyperparameters. An epsilon guards a division and stays far below the
+ * mean square it is added to; a softmax scale above 1/sqrt(1) belongs to no published model, and
+ * one near FLT_MAX turns every q.k product into inf and every logit into NaN. */
+#define RLX_MAX_RMS_EPS 1.0f
+#define RLX_MAX_ATTN_SCALE 16.0f
+
+/* A float the graph divides by, takes a power of or scales with: finite and in (0, max]. NaN
+ * fails every comparison, so it is caught with inf and the non-positive values. */
+static rlx_status check_float(const char *what, const char *field, float v, float max) {
+    if (v > 0.0f && v <= max) return NULL;
+    return rlx_errorf(RLX_ERR_BAD_FILE, "%s: %s is %g, expected a finite number in (0, %g]", what, field, (double)v,
+                      (double)max);
+}
+
 static rlx_status validate_attention(const char *what, const rlx_model_config *c) {
     RLX_TRY(check_positive(what, "hidden size", c->n_embd));
     RLX_TRY(check_positive(what, "head count", c->n_head));
@@ -96,11 +111,15 @@ static rlx_status validate_attention(const char *what, const rlx_model_config *c
     if (c->n_rot == 0 || c->n_rot % 2 || c->n_rot > c->head_dim)
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: %" PRIu32 " rotary dims, expected an even number in [2, %" PRIu32 "]",
                           what, c->n_rot, c->head_dim);
-    if (!(c->rms_eps > 0.0f) || !isfinite(c->rms_eps))
-        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: RMS norm epsilon %g, expected a positive number", what, c->rms_eps);
-    if (!(c->rope_base > 0.0f) || !(c->rope_base_local > 0.0f))
-        return rlx_errorf(RLX_ERR_BAD_FILE, "%s: RoPE base %g / local %g, expected positive numbers", what,
-                          c->rope_base, c->rope_base_local);
+    RLX_TRY(check_float(what, "RMS norm epsilon (attention.layer_norm_rms_epsilon / rms_norm_eps)", c->rms_eps, RLX_MAX_RMS_EPS));
+    RLX_TRY(check_float(what, "RoPE base (rope.freq_base / rope_theta)", c->rope_base, FLT_MAX));
+    RLX_TRY(check_float(what, "local RoPE base (rope.freq_base_swa / rope_local_base_freq)", c->rope_base_local, FLT_MAX));
+    RLX_TRY(check_float(what, "attention scale (attention.scale / 1/sqrt(query_pre_attn_scalar))", c->attn_scale, RLX_MAX_ATTN_SCALE));
+    if (c->has_rope_freqs && c->rope_scale_factor != 0.0f) {
+        RLX_TRY(check_float(what, "llama3 RoPE factor", c->rope_scale_factor, FLT_MAX));
+        RLX_TRY(check_float(what, "llama3 RoPE high_freq_factor", c->rope_high_freq_factor, FLT_MAX));
+        RLX_TRY(check_float(what, "llama3 RoPE low_freq_factor", c->rope_low_freq_factor, FLT_MAX));
+    }
     return NULL;
 }
 

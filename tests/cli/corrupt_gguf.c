@@ -766,12 +766,13 @@ static void hparam(gguf_map *m, uint64_t kv, hp_kind kind) {
         emit_f32(m, kv, -1.0f, F);
         emit_f32(m, kv, INFINITY, F);
         emit_f32(m, kv, 0.0f, F);
+        emit_f32(m, kv, 3e38f, F);
         break;
     case HP_BASE:
         emit_f32(m, kv, NAN, F);
         emit_f32(m, kv, -1.0f, F);
         emit_f32(m, kv, 0.0f, F);
-        emit_f32(m, kv, INFINITY, A);
+        emit_f32(m, kv, INFINITY, F);
         break;
     }
 }
