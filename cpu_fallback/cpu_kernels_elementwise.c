@@ -89,9 +89,11 @@ rlx_status rlx_cpu_op_ARGMAX(const rlx_cpu_exec *ex, rlx_node i) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * d;
         int64_t best = 0;
-        for (int64_t k = 1; k < d; k++)
-            if (xr[k] > xr[best]) best = k;
-        y[r] = (int32_t)best;
+        for (int64_t k = 0; k < d && best >= 0; k++) {
+            if (isnan(xr[k]) || xr[k] == INFINITY) best = -1; /* ops.def: a row that overflowed */
+            else if (xr[k] > xr[best]) best = k;
+        }
+        y[r] = best >= 0 && xr[best] == -INFINITY ? -1 : (int32_t)best;
     }
     return NULL;
 }

@@ -1,5 +1,6 @@
 #include "runners/generator.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,11 +163,16 @@ static rlx_status bucket_program(rlx_generator *g, int32_t bucket, rlx_decode_he
     return NULL;
 }
 
-/* A device's argmax, checked before it becomes a token of the state. */
-static rlx_status check_argmax(const rlx_generator *g, int32_t id) {
+/* A backend's argmax, checked before it becomes a token of the state. ARGMAX gives -1 for a row
+ * with a NaN or +inf, or only -inf (ir/ops.def): the model's output overflowed, and no id is right. */
+static rlx_status check_argmax(const rlx_generator *g, int32_t id, int32_t pos) {
     if (id >= 0 && id < g->n_vocab) return NULL;
-    return rlx_errorf(RLX_ERR_DEVICE, "decode: the argmax %d is outside the vocabulary [0, %d)", (int)id,
-                      (int)g->n_vocab);
+    if (id == -1)
+        return rlx_errorf(RLX_ERR_BAD_FILE,
+                          "decode at position %d: the logits hold NaN or infinity (the model's output overflowed)",
+                          (int)pos);
+    return rlx_errorf(RLX_ERR_DEVICE, "decode at position %d: the argmax %d is outside the vocabulary [0, %d)",
+                      (int)pos, (int)id, (int)g->n_vocab);
 }
 
 /* One cached step: the token's K/V lands at row n_past. Rows past n_past are never read, so a
@@ -205,14 +211,17 @@ rlx_status rlx_generator_decode(rlx_generator *g, int32_t token, float *logits) 
 }
 
 /* The naive path has no decode graph: it takes the argmax of its logits on the host, as the
- * sampler would. */
+ * sampler would, with ARGMAX's -1 for a row that overflowed. */
 static rlx_status decode_naive_argmax(rlx_generator *g, int32_t *next) {
     RLX_TRY(ensure_rows_out(g, 1));
     RLX_TRY(run_prefill(g, RLX_PREFILL_NAIVE_LAST, g->history, g->n_past + 1, g->rows_out));
+    const float *x = g->rows_out;
     int32_t best = 0;
-    for (int32_t i = 1; i < g->n_vocab; i++)
-        if (g->rows_out[i] > g->rows_out[best]) best = i;
-    *next = best;
+    for (int32_t i = 0; i < g->n_vocab && best >= 0; i++) {
+        if (isnan(x[i]) || x[i] == INFINITY) best = -1;
+        else if (x[i] > x[best]) best = i;
+    }
+    *next = best >= 0 && x[best] == -INFINITY ? -1 : best;
     return NULL;
 }
 
@@ -220,7 +229,7 @@ rlx_status rlx_generator_decode_argmax(rlx_generator *g, int32_t token, int32_t 
     RLX_TRY(check_decode(g));
     g->history[g->n_past] = token;
     rlx_status st = g->opts.no_kv_cache ? decode_naive_argmax(g, next) : decode_cached(g, token, RLX_DECODE_ARGMAX, next);
-    if (!st) st = check_argmax(g, *next);
+    if (!st) st = check_argmax(g, *next, g->n_past);
     if (!st) g->n_past++;
     return st;
 }
@@ -242,7 +251,7 @@ static rlx_status decode_chain(rlx_generator *g, int32_t token, int32_t k, int32
     rlx_run_args args = {.n_past = g->n_past, .n_tokens = 1, .inputs = inputs, .outputs = outputs};
     RLX_TRY(g->backend->ops->run_chain(p, &args, k, next));
     for (int32_t i = 0; i < k; i++)
-        RLX_TRY(rlx_status_annotate(check_argmax(g, next[i]), "chained step %d", (int)i));
+        RLX_TRY(rlx_status_annotate(check_argmax(g, next[i], g->n_past + i), "chained step %d", (int)i));
     g->history[g->n_past] = token;
     memcpy(g->history + g->n_past + 1, next, (size_t)(k - 1) * sizeof *next);
     g->n_past += k;

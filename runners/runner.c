@@ -163,6 +163,14 @@ static int32_t ahead_len(const rlx_runner *r, const gen_call *c, int32_t reporte
     return k;
 }
 
+/* The sampler's pick from r->logits for generated token `step`; it sees prompt + generated, exactly
+ * the tokens the state holds. */
+static rlx_status sample_step(rlx_runner *r, rlx_sampler *s, int32_t step, int32_t *tok) {
+    rlx_status st = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen), tok);
+    return rlx_status_annotate(st, "generating token %d (after %d tokens of context)", (int)step,
+                               (int)rlx_generator_n_past(r->gen));
+}
+
 /* sample -> report -> stop? -> decode, until n_new tokens, EOS or the callback says stop. The last
  * token is never decoded: nothing would read its logits. Plain greedy decodes ahead on the device
  * (its argmax feeds the next step) and reports the tokens after each chain; a stop then forgets the
@@ -170,8 +178,8 @@ static int32_t ahead_len(const rlx_runner *r, const gen_call *c, int32_t reporte
 static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c) {
     int32_t eos = rlx_runner_eos_id(r), chunk = 1;
     int32_t ahead[RLX_DECODE_AHEAD_MAX], n_ahead = 0, used = 0;
-    /* the sampler sees prompt + generated: exactly the tokens the state holds */
-    int32_t tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
+    int32_t tok;
+    RLX_TRY(sample_step(r, s, 0, &tok));
     for (int32_t i = 0;;) {
         RLX_TRY(check_token(r, tok, "sampler result", i));
         if (c->out_ids) c->out_ids[i] = tok;
@@ -186,12 +194,13 @@ static rlx_status generate_loop(rlx_runner *r, rlx_sampler *s, const gen_call *c
             tok = ahead[used++];
         } else if (c->device_argmax) {
             n_ahead = ahead_len(r, c, i, &chunk);
-            RLX_TRY(rlx_generator_decode_argmax_ahead(r->gen, tok, n_ahead, ahead));
+            RLX_TRY(rlx_status_annotate(rlx_generator_decode_argmax_ahead(r->gen, tok, n_ahead, ahead),
+                                        "generating token %d", (int)i));
             used = 0;
             tok = ahead[used++];
         } else {
             RLX_TRY(rlx_generator_decode(r->gen, tok, r->logits));
-            tok = rlx_sampler_sample(s, r->logits, rlx_generator_history(r->gen), rlx_generator_n_past(r->gen));
+            RLX_TRY(sample_step(r, s, i, &tok));
         }
     }
 }

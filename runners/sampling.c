@@ -210,13 +210,24 @@ static void max_to_front(candidate *c, int32_t n) {
     c[best] = t;
 }
 
-int32_t rlx_sampler_sample(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
+/* The first id whose logit is NaN or +inf, else -1; 0 when every logit is -inf (no token is
+ * possible). A -inf among finite logits is an impossible token, as ARGMAX treats it (ir/ops.def).
+ * Checked before the penalty, which can itself overflow a huge finite logit. */
+static int32_t first_overflow(const float *logits, int32_t n) {
+    bool any_finite = false;
+    for (int32_t i = 0; i < n; i++) {
+        if (isnan(logits[i]) || logits[i] == INFINITY) return i;
+        any_finite |= logits[i] != -INFINITY;
+    }
+    return any_finite ? -1 : 0;
+}
+
+static int32_t sample_finite(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
     apply_repeat_penalty(s, logits, history, n_history);
     if (s->opts.temperature <= 0.0f) return argmax(logits, s->n_vocab);
 
     candidate *c = s->cand;
-    /* NaN would break the total order the sort needs; it counts as impossible. */
-    for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){isnan(logits[i]) ? -INFINITY : logits[i], i};
+    for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){logits[i], i};
     double *p = s->prob;
     bool top_p_on = s->opts.top_p > 0.0f && s->opts.top_p < 1.0f;
     int32_t n = s->n_vocab;
@@ -224,7 +235,8 @@ int32_t rlx_sampler_sample(rlx_sampler *s, float *logits, const int32_t *history
         n = sort_top(c, n, s->opts.top_k);
     else
         max_to_front(c, n);
-    if (isinf(c[0].logit)) return c[0].id; /* +inf wins outright; all -inf leaves no distribution */
+    /* a penalty can push a huge finite logit to +-inf: an infinite maximum wins outright */
+    if (isinf(c[0].logit)) return c[0].id;
     n = apply_top_p(c, n, s->opts.top_p, p);
     n = apply_min_p(c, n, s->opts.min_p);
 
@@ -239,4 +251,16 @@ int32_t rlx_sampler_sample(rlx_sampler *s, float *logits, const int32_t *history
         }
     }
     return c[pick].id;
+}
+
+rlx_status rlx_sampler_sample(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history,
+                              int32_t *out) {
+    int32_t bad = first_overflow(logits, s->n_vocab);
+    if (bad >= 0)
+        return rlx_errorf(RLX_ERR_BAD_FILE,
+                          "sampler: the logit of id %d is %g (of %d logits), expected finite numbers (-inf only "
+                          "beside them): the model's output overflowed",
+                          (int)bad, (double)logits[bad], (int)s->n_vocab);
+    *out = sample_finite(s, logits, history, n_history);
+    return NULL;
 }

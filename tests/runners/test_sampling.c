@@ -19,6 +19,12 @@ static rlx_sampler *make(const rlx_sample_opts *o, int32_t n_vocab) {
     return s;
 }
 
+/* The sampler's pick, or -1 (a failed check) when it refuses the logits. */
+static int32_t sample(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
+    int32_t id = -1;
+    return T_OK(rlx_sampler_sample(s, logits, history, n_history, &id)) ? id : -1;
+}
+
 /* Draws N_DRAWS ids from fixed logits (restored before every draw) and counts them. */
 static void histogram(const rlx_sample_opts *o, const float *logits, int32_t n, double *freq) {
     rlx_sampler *s = make(o, n);
@@ -27,7 +33,7 @@ static void histogram(const rlx_sample_opts *o, const float *logits, int32_t n, 
     if (!s) return;
     for (int d = 0; d < N_DRAWS; d++) {
         memcpy(work, logits, (size_t)n * sizeof *work);
-        int32_t id = rlx_sampler_sample(s, work, NULL, 0);
+        int32_t id = sample(s, work, NULL, 0);
         T_CHECK(id >= 0 && id < n, "sampled id %d outside [0, %d)", id, n);
         if (id >= 0 && id < n) freq[id] += 1.0 / N_DRAWS;
     }
@@ -81,14 +87,14 @@ static void test_greedy_ties(void) {
     rlx_sampler *s = make(&o, 5);
     if (!s) return;
     float l[5] = {1, 3, 3, 2, -7};
-    int32_t id = rlx_sampler_sample(s, l, NULL, 0);
+    int32_t id = sample(s, l, NULL, 0);
     T_CHECK(id == 1, "greedy over {1,3,3,2,-7} picked %d, expected 1 (first of the tied maxima)", id);
     o.temperature = -1.0f; /* any temperature <= 0 is greedy */
     rlx_sampler_destroy(s);
     s = make(&o, 5);
     if (!s) return;
     float l2[5] = {0, 0, 0, 0, 0.5f};
-    id = rlx_sampler_sample(s, l2, NULL, 0);
+    id = sample(s, l2, NULL, 0);
     T_CHECK(id == 4, "greedy at temperature -1 picked %d, expected 4", id);
     rlx_sampler_destroy(s);
     printf("greedy: argmax with first index on ties\n");
@@ -125,9 +131,9 @@ static void test_reduces_to_greedy(void) {
         for (int i = 0; i < V; i++) l[i] = lcg_logit(&x);
         int32_t want = ref_argmax(l, V);
         memcpy(work, l, sizeof l);
-        bad_k += rlx_sampler_sample(sk, work, NULL, 0) != want;
+        bad_k += sample(sk, work, NULL, 0) != want;
         memcpy(work, l, sizeof l);
-        bad_p += rlx_sampler_sample(sp, work, NULL, 0) != want;
+        bad_p += sample(sp, work, NULL, 0) != want;
     }
     T_CHECK(bad_k == 0, "top_k=1 differed from argmax in %d of %d trials", bad_k, TRIALS);
     T_CHECK(bad_p == 0, "top_p=1e-6 differed from argmax in %d of %d trials", bad_p, TRIALS);
@@ -225,7 +231,7 @@ static void test_repeat_penalty(void) {
     float l[5] = {2.0f, -1.0f, 0.5f, 3.0f, -2.0f};
     const float want[5] = {1.0f, -2.0f, 0.5f, 3.0f, -4.0f};
     const int32_t hist[4] = {0, 1, 1, 4}; /* id 1 twice: penalised once */
-    int32_t id = rlx_sampler_sample(s, l, hist, 4);
+    int32_t id = sample(s, l, hist, 4);
     double worst = 0;
     for (int i = 0; i < 5; i++) worst = fmax(worst, fabs(l[i] - want[i]));
     T_CHECK(worst == 0, "penalty 2 over history {0,1,1,4}: worst |logit - expected| = %g", worst);
@@ -238,7 +244,7 @@ static void test_repeat_penalty(void) {
     s = make(&o, 3);
     if (!s) return;
     float l2[3] = {4.0f, 4.0f, 1.0f};
-    id = rlx_sampler_sample(s, l2, (const int32_t[]){1, 0}, 2);
+    id = sample(s, l2, (const int32_t[]){1, 0}, 2);
     T_CHECK(l2[0] == 2.0f && l2[1] == 4.0f, "repeat_last_n=1: logits [%g %g], expected [2 4]", l2[0], l2[1]);
     T_CHECK(id == 1, "repeat_last_n=1 penalised the wrong id: picked %d, expected 1", id);
     rlx_sampler_destroy(s);
@@ -249,7 +255,7 @@ static void test_repeat_penalty(void) {
     s = make(&o, 2);
     if (!s) return;
     float l3[2] = {3.0f, 2.0f};
-    T_CHECK(rlx_sampler_sample(s, l3, (const int32_t[]){0}, 1) == 0 && l3[0] == 3.0f,
+    T_CHECK(sample(s, l3, (const int32_t[]){0}, 1) == 0 && l3[0] == 3.0f,
             "repeat_penalty=1 changed the logits");
     rlx_sampler_destroy(s);
 }
@@ -266,7 +272,7 @@ static void draw_sequence(uint64_t seed, int32_t *out, int n) {
     if (!s) return;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < V; j++) l[j] = (float)((j * 37 + i * 11) % 17) * 0.05f; /* a flat-ish landscape */
-        out[i] = rlx_sampler_sample(s, l, out, i);
+        out[i] = sample(s, l, out, i);
     }
     rlx_sampler_destroy(s);
 }
@@ -306,7 +312,7 @@ static void test_top_k_large_vocab(int32_t k) {
     int outside = 0;
     for (int d = 0; d < 2000; d++) {
         memcpy(work, l, sizeof l);
-        int32_t id = rlx_sampler_sample(s, work, NULL, 0);
+        int32_t id = sample(s, work, NULL, 0);
         /* id is in the top k iff fewer than k logits beat it (the LCG makes ties unlikely) */
         n_above = 0;
         for (int i = 0; i < V; i++) n_above += l[i] > l[id];
@@ -321,6 +327,47 @@ static void test_top_k_large_vocab(int32_t k) {
     rlx_sampler_destroy(s);
 }
 
+/* Logits that overflowed have no distribution: NaN or +inf anywhere, or only -inf, is an error
+ * naming the first bad id, greedy or not, before the penalty could touch them. A -inf beside
+ * finite logits is an impossible token and never drawn. */
+static void test_non_finite(void) {
+    static const struct {
+        float l[4];
+        int32_t bad;
+    } cases[] = {
+        {{1.0f, NAN, 2.0f, 0.0f}, 1},
+        {{1.0f, 2.0f, 0.0f, INFINITY}, 3},
+        {{NAN, NAN, NAN, NAN}, 0},
+        {{-INFINITY, -INFINITY, -INFINITY, -INFINITY}, 0},
+    };
+    const float temps[] = {0.0f, 0.8f};
+    for (size_t t = 0; t < 2; t++) {
+        rlx_sample_opts o = rlx_sample_opts_greedy();
+        o.temperature = temps[t];
+        o.repeat_penalty = 1.3f;
+        rlx_sampler *s = make(&o, 4);
+        if (!s) return;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            float l[4];
+            memcpy(l, cases[i].l, sizeof l);
+            int32_t id = 77;
+            char needle[48];
+            snprintf(needle, sizeof needle, "the logit of id %d is", (int)cases[i].bad);
+            T_ERR(rlx_sampler_sample(s, l, (const int32_t[]){1}, 1, &id), RLX_ERR_BAD_FILE, needle);
+            T_CHECK(id == 77, "temperature %g case %zu: *out untouched on error (%d)", (double)temps[t], i, (int)id);
+        }
+        int32_t hits = 0;
+        for (int d = 0; d < 200; d++) {
+            float l[4] = {1.0f, -INFINITY, 0.5f, -INFINITY};
+            int32_t id = sample(s, l, NULL, 0);
+            hits += id == 1 || id == 3;
+        }
+        T_CHECK(hits == 0, "temperature %g: a -inf token was drawn %d times", (double)temps[t], (int)hits);
+        rlx_sampler_destroy(s);
+    }
+    printf("  NaN / +inf / all -inf logits refused at temperature 0 and 0.8; -inf beside finite never drawn\n");
+}
+
 int main(void) {
     test_invalid_opts();
     test_greedy_ties();
@@ -332,5 +379,6 @@ int main(void) {
     test_seeds();
     test_top_k_large_vocab(5);
     test_top_k_large_vocab(100);
+    test_non_finite();
     return t_summary("test_sampling");
 }

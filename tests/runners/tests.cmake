@@ -67,3 +67,7 @@ rlx_add_test_run(NAME runner_errors PROGRAM test_runner_errors LABELS unit)
 rlx_add_test_run(NAME runner_errors_qwen3_q4_k_m PROGRAM test_runner_errors LABELS unit
   ARGS models/qwen3/qwen3-Q4_K_M.gguf qwen3)
 
+
+# Non-finite logits stop generation with an error naming the step, on every sampling path (a model
+# built by the test, CPU backend).
+rlx_add_test(NAME test_runner_nonfinite SOURCES test_runner_nonfinite.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)

@@ -1,0 +1,130 @@
+/* Generation stops with an error naming the step when the model's logits are NaN or infinite,
+ * instead of reporting token 0 (every comparison with NaN is false, so a plain argmax lands on 0).
+ *
+ * The model is built here: a 1-layer llama (n_embd 16, 2 heads of 8, vocab 4) whose attention and
+ * FFN matrices are zero, so each layer adds nothing and the residual stream is the token's
+ * embedding. The truth is arithmetic: rms_norm of a row of ones is ones, so the logits after token
+ * 0 are output.weight's row sums, [0, 16, 0, 0], and greedy picks 1; token 1's embedding is NaN,
+ * so every logit after it is NaN. Each sampling path must fail at the step that reads them: the
+ * host sampler (temperature > 0, or the first token), the backend's ARGMAX (plain greedy decoding
+ * ahead) and the host argmax of the no-cache path. The CPU backend runs them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf_builder.h"
+#include "loader/core/dtype.h"
+#include "loader/format/gguf.h"
+#include "rlx/runner.h"
+#include "test_util.h"
+
+enum { EMBD = 16, FF = 32, VOCAB = 4 };
+
+typedef struct tdesc {
+    const char *name;
+    uint32_t n_dims;
+    uint64_t ne0, ne1;
+    int fill; /* 0: zeros, 1: ones, 2: the embedding table, 3: the LM head */
+} tdesc;
+
+static const tdesc tensors[] = {
+    {"token_embd.weight", 2, EMBD, VOCAB, 2},     {"output.weight", 2, EMBD, VOCAB, 3},
+    {"output_norm.weight", 1, EMBD, 1, 1},        {"blk.0.attn_norm.weight", 1, EMBD, 1, 1},
+    {"blk.0.attn_q.weight", 2, EMBD, EMBD, 0},    {"blk.0.attn_k.weight", 2, EMBD, EMBD, 0},
+    {"blk.0.attn_v.weight", 2, EMBD, EMBD, 0},    {"blk.0.attn_output.weight", 2, EMBD, EMBD, 0},
+    {"blk.0.ffn_norm.weight", 1, EMBD, 1, 1},     {"blk.0.ffn_gate.weight", 2, EMBD, FF, 0},
+    {"blk.0.ffn_up.weight", 2, EMBD, FF, 0},      {"blk.0.ffn_down.weight", 2, FF, EMBD, 0},
+};
+#define N_T (sizeof tensors / sizeof tensors[0])
+
+static float value_at(int fill, uint64_t row) {
+    switch (fill) {
+    case 1: return 1.0f;
+    case 2: return row == 1 ? NAN : 1.0f; /* token 1's embedding is NaN */
+    case 3: return row == 1 ? 1.0f : 0.0f; /* only token 1 scores */
+    default: return 0.0f;
+    }
+}
+
+static const char *write_model(void) {
+    gguf_builder b;
+    gb_init(&b);
+    gb_header(&b, 3, N_T, 8);
+    gb_kv_str(&b, "general.architecture", "llama");
+    gb_kv_u32(&b, "llama.block_count", 1);
+    gb_kv_u32(&b, "llama.embedding_length", EMBD);
+    gb_kv_u32(&b, "llama.feed_forward_length", FF);
+    gb_kv_u32(&b, "llama.context_length", 64);
+    gb_kv_u32(&b, "llama.attention.head_count", 2);
+    gb_kv_u32(&b, "llama.vocab_size", VOCAB);
+    gb_kv(&b, "llama.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
+    gb_f32(&b, 1e-5f);
+    uint64_t off = 0;
+    for (size_t i = 0; i < N_T; i++) {
+        uint64_t ne[2] = {tensors[i].ne0, tensors[i].ne1};
+        gb_tensor(&b, tensors[i].name, tensors[i].n_dims, ne, RLX_DTYPE_F32, off);
+        off += (tensors[i].ne0 * tensors[i].ne1 * 4 + 31) / 32 * 32;
+    }
+    gb_pad(&b, 32);
+    for (size_t i = 0; i < N_T; i++) {
+        for (uint64_t r = 0; r < tensors[i].ne1; r++)
+            for (uint64_t c = 0; c < tensors[i].ne0; c++) gb_f32(&b, value_at(tensors[i].fill, r));
+        gb_pad(&b, 32);
+    }
+    const char *path = t_tmp_path("nan-embedding.gguf");
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b.buf, 1, b.len, f) != b.len) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+    gb_free(&b);
+    return path;
+}
+
+typedef struct path_case {
+    const char *what;
+    bool no_kv_cache;
+    float temperature;
+    int32_t prompt; /* 0: finite logits first; 1: NaN from the prefill on */
+    int32_t want_out; /* tokens reported before the failure */
+    const char *needle;
+} path_case;
+
+static void run_case(const char *model, const path_case *pc) {
+    rlx_runner_opts o = rlx_runner_opts_default();
+    o.backend = "cpu";
+    o.n_threads = 1;
+    o.n_ctx = 16;
+    o.no_kv_cache = pc->no_kv_cache;
+    rlx_runner *r = NULL;
+    if (!T_OK(rlx_runner_open(model, &o, &r))) return;
+    rlx_sample_opts so = rlx_sample_opts_greedy();
+    so.temperature = pc->temperature;
+    int32_t out[4] = {-7, -7, -7, -7}, n_out = 0;
+    rlx_status s = rlx_runner_generate(r, &pc->prompt, 1, 4, &so, NULL, NULL, out, &n_out);
+    printf("  %s: %s\n", pc->what, s ? rlx_status_message(s) : "(no error)");
+    T_ERR(s, RLX_ERR_BAD_FILE, pc->needle);
+    T_CHECK(n_out == pc->want_out && (n_out == 0 || out[0] == 1),
+            "%s: %d tokens reported before the failure (first %d), expected %d (first 1)", pc->what, (int)n_out,
+            (int)out[0], (int)pc->want_out);
+    rlx_runner_close(r);
+}
+
+int main(void) {
+    t_tmp_dir("rlx-nonfinite");
+    const char *model = write_model();
+    static const path_case cases[] = {
+        {"prefill logits NaN, host sampler (greedy)", false, 0.0f, 1, 0, "generating token 0"},
+        {"prefill logits NaN, host sampler (t 0.8)", false, 0.8f, 1, 0, "the logit of id 0 is nan"},
+        {"decode logits NaN, backend ARGMAX (greedy ahead)", false, 0.0f, 0, 1, "logits hold NaN or infinity"},
+        {"decode logits NaN, host sampler (t 0.8)", false, 0.8f, 0, 1, "generating token 1"},
+        {"decode logits NaN, no-cache host argmax", true, 0.0f, 0, 1, "decode at position 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(model, &cases[i]);
+    unlink(model);
+    t_tmp_dir_remove();
+    return t_summary("test_runner_nonfinite");
+}
