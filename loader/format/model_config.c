@@ -10,8 +10,10 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "loader/core/regular_file.h"
 #include "loader/format/gguf.h"
 #include "loader/format/model_config.h"
 
@@ -630,9 +632,15 @@ rlx_status rlx_model_config_from_json(const char *text, size_t len, const char *
     return config_from_root(root, &err, what ? what : "config.json", out);
 }
 
+/* A config.json is a few kilobytes; multimodal ones with a vision config stay far below this. */
+#define MAX_CONFIG_JSON_BYTES ((size_t)16 << 20)
+
 rlx_status rlx_model_config_from_hf_file(const char *path, rlx_model_config *out) {
     if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_model_config_from_hf_file: NULL argument");
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    return config_from_root(root, &err, path, out);
+    char *text;
+    size_t len;
+    RLX_TRY(rlx_file_read_regular(path, MAX_CONFIG_JSON_BYTES, &text, &len));
+    rlx_status s = rlx_model_config_from_json(text, len, path, out);
+    free(text);
+    return s;
 }

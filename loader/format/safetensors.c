@@ -13,6 +13,7 @@
 
 #include "loader/core/dtype.h"
 #include "loader/core/mapped_file.h"
+#include "loader/core/regular_file.h"
 
 typedef struct st_shard {
     char *name;             /* owned: file name as given (for messages and shard_name) */
@@ -376,10 +377,16 @@ static rlx_status check_shard_name(const char *index, const char *tname, const c
     return NULL;
 }
 
+/* An index lists one line per tensor: a few megabytes for the largest checkpoints. */
+#define MAX_INDEX_JSON_BYTES ((size_t)256 << 20)
+
 static rlx_status load_weight_map(const char *index, json_t **root, json_t **map) {
     json_error_t err;
-    *root = json_load_file(index, JSON_REJECT_DUPLICATES, &err);
-    if (!*root && err.line < 0) return rlx_errorf(RLX_ERR_IO, "%s: %s", index, err.text);
+    char *text;
+    size_t len;
+    RLX_TRY(rlx_file_read_regular(index, MAX_INDEX_JSON_BYTES, &text, &len));
+    *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    free(text);
     if (!*root)
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s: invalid JSON at line %d, column %d: %s", index, err.line, err.column,
                           err.text);
@@ -475,18 +482,19 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-static bool is_file(const char *path) {
+static bool exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return lstat(path, &st) == 0;
 }
 
+/* The index when there is one (of any file type: the open refuses what is not a regular file). */
 static rlx_status open_dir(const char *dir, rlx_safetensors **out) {
     char *index = path_join(dir, "model.safetensors.index.json");
     char *single = path_join(dir, "model.safetensors");
     rlx_status s;
     if (!index || !single) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: cannot build file paths", dir);
-    else if (is_file(index)) s = open_index(index, out);
-    else if (is_file(single)) s = open_single(single, out);
+    else if (exists(index)) s = open_index(index, out);
+    else if (exists(single)) s = open_single(single, out);
     else
         s = rlx_errorf(RLX_ERR_NOT_FOUND, "%s: neither model.safetensors.index.json nor model.safetensors is there",
                        dir);

@@ -138,7 +138,7 @@ static void json_errors(void) {
                     " \"max_position_embeddings\": 8, \"rms_norm_eps\": 1e-6}",
                     &c),
           RLX_ERR_UNSUPPORTED, "100000 layers, expected 1..512");
-    T_ERR(rlx_model_config_from_hf_file("/nonexistent/config.json", &c), RLX_ERR_IO, "/nonexistent/config.json");
+    T_ERR(rlx_model_config_from_hf_file("/nonexistent/config.json", &c), RLX_ERR_NOT_FOUND, "/nonexistent/config.json");
     printf("  config.json errors: ok\n");
 }
 

@@ -22,3 +22,6 @@ rlx_add_test(NAME test_quantize_mix SOURCES test_quantize_mix.c ${CMAKE_SOURCE_D
 rlx_add_test(NAME test_quantize_logits SOURCES test_quantize_logits.c LABELS parity)
 rlx_add_test(NAME test_model_unused SOURCES test_model_unused.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
 rlx_add_test(NAME test_model_floats SOURCES test_model_floats.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
+# Non-regular files (FIFOs, devices) where a model, shard, index or config is expected
+# (loader/core/regular_file.c, loader/core/mapped_file.c).
+rlx_add_test(NAME test_regular_file SOURCES test_regular_file.c LABELS unit)
