@@ -237,7 +237,7 @@ static rlx_status read_text(const char *path, char **out) {
 /* ---- vocabulary ---- */
 
 typedef struct str_set {
-    const rlx_gguf_str **slots; /* owned array of borrowed strings; power-of-two size */
+    rlx_gguf_str *slots; /* owned array of strings borrowing their bytes (s NULL: empty); power-of-two size */
     size_t mask;
 } str_set;
 
@@ -249,8 +249,8 @@ static uint64_t hash_bytes(const char *s, uint64_t len) {
 
 static bool set_has(const str_set *set, const char *s, uint64_t len) {
     for (size_t i = hash_bytes(s, len) & set->mask;; i = (i + 1) & set->mask) {
-        const rlx_gguf_str *e = set->slots[i];
-        if (!e) return false;
+        const rlx_gguf_str *e = &set->slots[i];
+        if (!e->s) return false;
         if (e->len == len && !memcmp(e->s, s, len)) return true;
     }
 }
@@ -262,9 +262,9 @@ static rlx_status set_build(str_set *set, const rlx_gguf_value *tokens, uint64_t
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "synth: out of memory for a set of %" PRIu64 " tokens", n);
     set->mask = size - 1;
     for (uint64_t k = 0; k < n; k++) {
-        const rlx_gguf_str *t = &tokens->arr.items[k].str;
-        size_t i = hash_bytes(t->s, t->len) & set->mask;
-        while (set->slots[i]) i = (i + 1) & set->mask;
+        rlx_gguf_str t = rlx_gguf_arr_str(tokens, k);
+        size_t i = hash_bytes(t.s, t.len) & set->mask;
+        while (set->slots[i].s) i = (i + 1) & set->mask;
         set->slots[i] = t;
     }
     return NULL;
@@ -312,8 +312,9 @@ static rlx_status resize_tokens(const rlx_gguf_value *tokens, const rlx_gguf_val
         if (i < have) {
             rlx_gguf_value t;
             rlx_gguf_arr_get(types, i, &t);
-            v->strs[i] = tokens->arr.items[i].str.s;
-            v->lens[i] = tokens->arr.items[i].str.len;
+            rlx_gguf_str str = rlx_gguf_arr_str(tokens, i);
+            v->strs[i] = str.s;
+            v->lens[i] = str.len;
             v->types[i] = (int32_t)t.i64;
         } else {
             char *p = v->pads + (i - have) * 24;
@@ -330,7 +331,7 @@ static rlx_status filter_merges(const rlx_gguf_value *tokens, const rlx_gguf_val
     RLX_TRY(set_build(&set, tokens, n < tokens->arr.n ? n : tokens->arr.n));
     uint64_t longest = 0;
     for (uint64_t i = 0; i < merges->arr.n; i++)
-        if (merges->arr.items[i].str.len > longest) longest = merges->arr.items[i].str.len;
+        if (rlx_gguf_arr_str(merges, i).len > longest) longest = rlx_gguf_arr_str(merges, i).len;
     char *scratch = malloc(longest + 1);
     v->merges = calloc(merges->arr.n + 1, sizeof *v->merges);
     v->merge_lens = calloc(merges->arr.n + 1, sizeof *v->merge_lens);
@@ -338,7 +339,7 @@ static rlx_status filter_merges(const rlx_gguf_value *tokens, const rlx_gguf_val
                        ? rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "synth: out of memory for %" PRIu64 " merges", merges->arr.n)
                        : NULL;
     for (uint64_t i = 0; !s && i < merges->arr.n; i++) {
-        const rlx_gguf_str *m = &merges->arr.items[i].str;
+        rlx_gguf_str str = rlx_gguf_arr_str(merges, i), *m = &str;
         if (n >= tokens->arr.n || merge_kept(&set, m, scratch)) {
             v->merges[v->n_merges] = m->s;
             v->merge_lens[v->n_merges++] = m->len;

@@ -220,6 +220,49 @@ static void decode_fixed(rlx_gguf_type type, const uint8_t *p, rlx_gguf_value *v
 
 static rlx_status rd_array(reader *r, int depth, rlx_gguf_value *v);
 
+/* The bytes n strings from r->pos take once packed (each plus its NUL), proving every length
+ * lies inside the file; r->pos is left where it was when they do. */
+static rlx_status string_array_bytes(reader *r, uint64_t n, uint64_t *total) {
+    uint64_t pos = r->pos, sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t len;
+        RLX_TRY(rd_u64(r, "string length", &len));
+        if (len > r->size - r->pos)
+            return rlx_errorf(RLX_ERR_BAD_FILE,
+                              "%s: string length %" PRIu64 " at offset %" PRIu64 " (array element %" PRIu64
+                              ") overruns the end of file (%" PRIu64 " bytes)",
+                              r->where, len, r->pos - 8, i, r->size);
+        r->pos += len;
+        sum += len + 1; /* at most the file size plus n: no overflow */
+    }
+    r->pos = pos;
+    *total = sum;
+    return NULL;
+}
+
+/* An array of strings packed into one arena block (arr.packed): n + 1 offsets, then the bytes. */
+static rlx_status rd_string_array(reader *r, uint64_t n, rlx_gguf_value *v) {
+    uint64_t total = 0, head;
+    RLX_TRY(string_array_bytes(r, n, &total));
+    if (__builtin_mul_overflow(n + 1, (uint64_t)sizeof(uint64_t), &head) || head > SIZE_MAX - total)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: %" PRIu64 " strings do not fit in memory", r->where, n);
+    uint64_t *off = arena_alloc(r->arena, (size_t)(head + total));
+    if (!off) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " strings", r->where, n);
+    char *bytes = (char *)(off + n + 1);
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t len = le64(r->base + r->pos);
+        memcpy(bytes + at, r->base + r->pos + 8, (size_t)len);
+        r->pos += 8 + len;
+        off[i] = at;
+        at += len;
+        bytes[at++] = '\0';
+    }
+    off[n] = at;
+    v->arr.packed = off;
+    return NULL;
+}
+
 /* depth: how many arrays enclose this value. */
 static rlx_status rd_value(reader *r, rlx_gguf_type type, int depth, rlx_gguf_value *v) {
     if (type == RLX_GGUF_STRING) {
@@ -249,6 +292,7 @@ static rlx_status rd_array(reader *r, int depth, rlx_gguf_value *v) {
     v->arr.n = n;
     v->arr.raw = NULL;
     v->arr.items = NULL;
+    v->arr.packed = NULL;
     uint64_t elem_min = et == RLX_GGUF_STRING ? STRING_MIN_BYTES
                         : et == RLX_GGUF_ARRAY ? ARRAY_MIN_BYTES
                                                : value_types[et].size;
@@ -264,6 +308,7 @@ static rlx_status rd_array(reader *r, int depth, rlx_gguf_value *v) {
         r->pos += n * elem_min; /* cannot overflow: checked against remain above */
         return NULL;
     }
+    if (et == RLX_GGUF_STRING) return rd_string_array(r, n, v);
     size_t bytes;
     if (n > SIZE_MAX || __builtin_mul_overflow((size_t)n, sizeof(rlx_gguf_value), &bytes))
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "%s: %" PRIu64 " array items do not fit in memory", r->where, n);
@@ -715,7 +760,22 @@ bool rlx_gguf_get_arr(const rlx_gguf *g, const char *key, rlx_gguf_type elem_typ
 bool rlx_gguf_arr_get(const rlx_gguf_value *arr, uint64_t i, rlx_gguf_value *out) {
     if (!arr || !out || arr->type != RLX_GGUF_ARRAY || i >= arr->arr.n) return false;
     uint8_t size = value_types[arr->arr.elem_type].size;
-    if (size) decode_fixed(arr->arr.elem_type, arr->arr.raw + i * size, out);
-    else *out = arr->arr.items[i];
+    if (size) {
+        decode_fixed(arr->arr.elem_type, arr->arr.raw + i * size, out);
+    } else if (arr->arr.elem_type == RLX_GGUF_STRING && arr->arr.packed) {
+        out->type = RLX_GGUF_STRING;
+        out->str = rlx_gguf_arr_str(arr, i);
+    } else {
+        *out = arr->arr.items[i];
+    }
     return true;
+}
+
+rlx_gguf_str rlx_gguf_arr_str(const rlx_gguf_value *arr, uint64_t i) {
+    rlx_gguf_str none = {"", 0};
+    if (!arr || arr->type != RLX_GGUF_ARRAY || arr->arr.elem_type != RLX_GGUF_STRING || i >= arr->arr.n) return none;
+    const uint64_t *off = arr->arr.packed;
+    if (!off) return arr->arr.items[i].type == RLX_GGUF_STRING ? arr->arr.items[i].str : none;
+    const char *bytes = (const char *)(off + arr->arr.n + 1);
+    return (rlx_gguf_str){bytes + off[i], off[i + 1] - off[i] - 1};
 }

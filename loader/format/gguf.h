@@ -47,7 +47,14 @@ struct rlx_gguf_value {
             rlx_gguf_type elem_type;
             uint64_t n;
             const uint8_t *raw;    /* borrowed (mmap): the packed elements when elem_type is fixed-size */
-            rlx_gguf_value *items; /* owned: n decoded items when elem_type is STRING or ARRAY */
+            rlx_gguf_value *items; /* n items when elem_type is ARRAY, or STRING in a value built by hand
+                                    * (owned by the rlx_gguf, or by whoever built the value) */
+            /* STRING elements as the reader keeps them, owned by the rlx_gguf: n + 1 offsets, then
+             * the NUL-terminated strings back to back (item i spans [off[i], off[i + 1] - 1) past
+             * the offsets). Eight bytes an element at most, where an item would take 40: a file of
+             * millions of empty strings costs about its own size. NULL: use items. Read elements
+             * with rlx_gguf_arr_get or rlx_gguf_arr_str, which handle both. */
+            const uint64_t *packed;
         } arr;
     };
 };
@@ -107,5 +114,8 @@ const char *rlx_gguf_type_name(rlx_gguf_type t);
 bool rlx_gguf_get_arr(const rlx_gguf *g, const char *key, rlx_gguf_type elem_type, const rlx_gguf_value **out,
                       rlx_status *err);
 bool rlx_gguf_arr_get(const rlx_gguf_value *arr, uint64_t i, rlx_gguf_value *out);
+/* String element i of an array of STRING (NUL-terminated, borrowed); {"", 0} when i is out of
+ * range or `arr` is not an array of strings. */
+rlx_gguf_str rlx_gguf_arr_str(const rlx_gguf_value *arr, uint64_t i);
 
 #endif

@@ -341,13 +341,17 @@ static rlx_status encode_body(bytes *b, const rlx_gguf_value *v, int depth, cons
         b_put(b, v->arr.raw, (size_t)n_bytes);
         return NULL;
     }
-    if (v->arr.n && !v->arr.items) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "gguf writer: key '%s': NULL items", key);
+    bool packed = et == RLX_GGUF_STRING && v->arr.packed; /* strings as the reader keeps them */
+    if (v->arr.n && !v->arr.items && !packed)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "gguf writer: key '%s': NULL items", key);
     for (uint64_t i = 0; i < v->arr.n && !b->oom; i++) {
-        if (v->arr.items[i].type != et)
+        rlx_gguf_value item;
+        rlx_gguf_arr_get(v, i, &item);
+        if (item.type != et)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                               "gguf writer: key '%s': item %" PRIu64 " has value type %u in an array of type %u", key, i,
-                              (unsigned)v->arr.items[i].type, (unsigned)et);
-        RLX_TRY(encode_body(b, &v->arr.items[i], depth + 1, key));
+                              (unsigned)item.type, (unsigned)et);
+        RLX_TRY(encode_body(b, &item, depth + 1, key));
     }
     return NULL;
 }

@@ -433,7 +433,8 @@ static void test_getters(void) {
     const rlx_gguf_kv *kv = rlx_gguf_find(g, "test.nested");
     T_CHECK(kv && kv->value.arr.elem_type == RLX_GGUF_ARRAY && kv->value.arr.n == 2, "nested");
     if (kv && rlx_gguf_arr_get(&kv->value, 1, &v))
-        T_CHECK(v.arr.n == 2 && strcmp(v.arr.items[1].str.s, "z") == 0 && v.arr.items[1].str.len == 1, "nested[1][1]");
+        T_CHECK(v.arr.n == 2 && strcmp(rlx_gguf_arr_str(&v, 1).s, "z") == 0 && rlx_gguf_arr_str(&v, 1).len == 1,
+                "nested[1][1]");
     kv = rlx_gguf_find(g, "test.i8");
     T_CHECK(kv && kv->value.i64 == -2, "test.i8");
     kv = rlx_gguf_find(g, "test.i64");

@@ -141,12 +141,12 @@ static void test_all_value_types(void) {
                 e.b,
             "array of bool");
     T_CHECK((r = GET("k.arr_str")) && r->arr.elem_type == RLX_GGUF_STRING && r->arr.n == 3 &&
-                !strcmp(r->arr.items[2].str.s, "ccc") && r->arr.items[1].str.len == 0,
+                !strcmp(rlx_gguf_arr_str(r, 2).s, "ccc") && rlx_gguf_arr_str(r, 1).len == 0,
             "array of strings");
     T_CHECK((r = GET("k.arr_empty")) && r->arr.n == 0 && r->arr.elem_type == RLX_GGUF_UINT32, "empty array");
     T_CHECK((r = GET("k.nested")) && r->arr.elem_type == RLX_GGUF_ARRAY && r->arr.n == 2 &&
-                r->arr.items[0].arr.n == 2 && !strcmp(r->arr.items[0].arr.items[1].str.s, "yy") &&
-                !strcmp(r->arr.items[1].arr.items[0].str.s, "zzz"),
+                r->arr.items[0].arr.n == 2 && !strcmp(rlx_gguf_arr_str(&r->arr.items[0], 1).s, "yy") &&
+                !strcmp(rlx_gguf_arr_str(&r->arr.items[1], 0).s, "zzz"),
             "nested array of arrays of strings");
 #undef GET
     printf("value types: %llu keys of every GGUF value type read back by loader/format/gguf.c\n", (unsigned long long)g->n_kv);

@@ -25,3 +25,5 @@ rlx_add_test(NAME test_model_floats SOURCES test_model_floats.c ${RLX_TEST_SUPPO
 # Non-regular files (FIFOs, devices) where a model, shard, index or config is expected
 # (loader/core/regular_file.c, loader/core/mapped_file.c).
 rlx_add_test(NAME test_regular_file SOURCES test_regular_file.c LABELS unit)
+# Memory in proportion to a GGUF's size, not its entry count (loader/format/gguf.c string arrays).
+rlx_add_test(NAME test_gguf_memory SOURCES test_gguf_memory.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)

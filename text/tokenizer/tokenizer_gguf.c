@@ -76,7 +76,7 @@ static rlx_status load_vocab(rlx_tokenizer *t, const rlx_gguf *g) {
     RLX_TRY(numeric_array(g, KEY("token_type"), RLX_GGUF_INT32, RLX_GGUF_INT32, n, &types));
     RLX_TRY(rlx_tok_vocab_init(&t->vocab, (uint32_t)n));
     for (uint64_t i = 0; i < n; i++) {
-        const rlx_gguf_str *s = &tokens->arr.items[i].str;
+        rlx_gguf_str str = rlx_gguf_arr_str(tokens, i), *s = &str;
         rlx_gguf_value e;
         float score = 0;
         if (scores && rlx_gguf_arr_get(scores, i, &e))
@@ -95,7 +95,7 @@ static rlx_status load_merges(rlx_tokenizer *t, const rlx_gguf *g) {
     if (!rlx_gguf_get_arr(g, KEY("merges"), RLX_GGUF_STRING, &merges, &err))
         return err ? err : rlx_errorf(RLX_ERR_BAD_FILE, "BPE vocabulary without " KEY("merges"));
     for (uint64_t i = 0; i < merges->arr.n; i++) {
-        const rlx_gguf_str *s = &merges->arr.items[i].str;
+        rlx_gguf_str str = rlx_gguf_arr_str(merges, i), *s = &str;
         rlx_status bad = rlx_tok_merges_add_line(&t->merges, s->s, s->len);
         if (bad) return rlx_status_annotate(bad, KEY("merges") "[%" PRIu64 "]", i);
     }
