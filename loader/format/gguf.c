@@ -27,6 +27,10 @@
 #define ARRAY_MIN_BYTES 12u  /* an array array element: its u32 type and u64 count */
 #define SHOWN_NAME_MAX 96    /* longer names are cut in messages */
 #define ARENA_BLOCK_BYTES ((size_t)64 * 1024)
+/* Each key costs about 100 bytes in memory for its 14 or more in the file (its record, its copy,
+ * its index entry), so a file of millions of tiny keys would take several times its size; real
+ * models hold about a hundred keys, with the vocabulary in arrays. */
+#define GGUF_MAX_KV 65536u
 
 static const struct {
     const char *name;
@@ -363,6 +367,11 @@ static rlx_status read_header(reader *r, rlx_gguf *g, uint64_t *n_tensors, uint6
                           "header: %" PRIu64 " kvs and %" PRIu64 " tensor infos need at least %" PRIu64
                           " bytes, only %" PRIu64 " remain before the end of file",
                           *n_kv, *n_tensors, *n_kv * KV_MIN_BYTES + *n_tensors * TENSOR_MIN_BYTES, remain);
+    if (*n_kv > GGUF_MAX_KV)
+        return rlx_errorf(RLX_ERR_BAD_FILE,
+                          "header: kv count %" PRIu64 " is more than the %u metadata keys rlx reads (models hold about "
+                          "a hundred; vocabularies are arrays)",
+                          *n_kv, GGUF_MAX_KV);
     return NULL;
 }
 

@@ -4,7 +4,9 @@
  * set (getrusage ru_maxrss) grows by at most 2.5 times the file's size plus 8 MiB, a bound that
  * covers the file's own mapped pages (1x), an 8-byte offset per string (1x) and the copies of the
  * strings, and that the old layout breaks threefold. The strings are then read back, through both
- * accessors, against the values written. */
+ * accessors, against the values written.
+ * Metadata keys cost about 100 bytes each in memory, so their count is capped at 65536 (real models
+ * hold about a hundred): that many open, one more is refused before anything is allocated. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +80,34 @@ static void check_strings(const rlx_gguf *g) {
     T_CHECK(wrong == 0, "%" PRIu64 " strings read back wrong", wrong);
 }
 
+/* A GGUF of n_kv distinct u8 keys ("k0000", ...); the header may claim `claim` keys instead. */
+static rlx_status open_keys(uint64_t n_kv, uint64_t claim, uint64_t *got) {
+    gguf_builder b;
+    gb_init(&b);
+    gb_header(&b, 3, 0, claim);
+    for (uint64_t i = 0; i < n_kv; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%05" PRIx64, i);
+        gb_kv(&b, key, RLX_GGUF_UINT8);
+        gb_u8(&b, (uint8_t)i);
+    }
+    rlx_gguf *g = NULL;
+    rlx_status s = rlx_gguf_open_memory(b.buf, b.len, &g);
+    *got = g ? g->n_kv : 0;
+    rlx_gguf_close(g);
+    gb_free(&b);
+    return s;
+}
+
+static void key_count_cases(void) {
+    uint64_t got = 0;
+    if (T_OK(open_keys(65536, 65536, &got))) T_CHECK(got == 65536, "65536 keys open: %" PRIu64, got);
+    T_ERR(open_keys(65536, 65537, &got), RLX_ERR_BAD_FILE, "kv count 65537 is more than the 65536 metadata keys");
+    printf("  65536 metadata keys open; 65537 are refused\n");
+}
+
 int main(void) {
+    key_count_cases();
     t_tmp_dir("rlx-gguf-mem");
     const char *path = t_tmp_path("strings.gguf");
     uint64_t size = write_file(path);

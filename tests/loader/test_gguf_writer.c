@@ -106,9 +106,9 @@ static void test_all_value_types(void) {
     /* an array of two arrays of strings: [["x", "yy"], ["zzz"]] */
     rlx_gguf_value s1[2] = {{.type = RLX_GGUF_STRING, .str = {"x", 1}}, {.type = RLX_GGUF_STRING, .str = {"yy", 2}}};
     rlx_gguf_value s2[1] = {{.type = RLX_GGUF_STRING, .str = {"zzz", 3}}};
-    rlx_gguf_value inner[2] = {{.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_STRING, 2, NULL, s1}},
-                               {.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_STRING, 1, NULL, s2}}};
-    v = (rlx_gguf_value){.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_ARRAY, 2, NULL, inner}};
+    rlx_gguf_value inner[2] = {{.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_STRING, 2, NULL, s1, NULL}},
+                               {.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_STRING, 1, NULL, s2, NULL}}};
+    v = (rlx_gguf_value){.type = RLX_GGUF_ARRAY, .arr = {RLX_GGUF_ARRAY, 2, NULL, inner, NULL}};
     T_OK(rlx_gguf_writer_set_value(w, "k.nested", &v));
     const char *path = t_tmp_path("types.gguf");
     T_OK(rlx_gguf_writer_begin(w, path));
