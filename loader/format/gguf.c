@@ -31,6 +31,10 @@
  * its index entry), so a file of millions of tiny keys would take several times its size; real
  * models hold about a hundred keys, with the vocabulary in arrays. */
 #define GGUF_MAX_KV 65536u
+/* Each tensor info costs about 200 bytes in memory (its record, its name, its index entry, the
+ * model's weight) for 32+ in the file; the largest models, experts stored one by one, hold tens of
+ * thousands. */
+#define GGUF_MAX_TENSORS 262144u
 
 static const struct {
     const char *name;
@@ -372,6 +376,11 @@ static rlx_status read_header(reader *r, rlx_gguf *g, uint64_t *n_tensors, uint6
                           "header: kv count %" PRIu64 " is more than the %u metadata keys rlx reads (models hold about "
                           "a hundred; vocabularies are arrays)",
                           *n_kv, GGUF_MAX_KV);
+    if (*n_tensors > GGUF_MAX_TENSORS)
+        return rlx_errorf(RLX_ERR_BAD_FILE,
+                          "header: tensor count %" PRIu64 " is more than the %u tensors rlx reads (the largest models "
+                          "hold tens of thousands)",
+                          *n_tensors, GGUF_MAX_TENSORS);
     return NULL;
 }
 

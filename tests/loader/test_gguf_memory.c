@@ -6,7 +6,8 @@
  * strings, and that the old layout breaks threefold. The strings are then read back, through both
  * accessors, against the values written.
  * Metadata keys cost about 100 bytes each in memory, so their count is capped at 65536 (real models
- * hold about a hundred): that many open, one more is refused before anything is allocated. */
+ * hold about a hundred): that many open, one more is refused before anything is allocated. Tensor
+ * infos, about 200 bytes each, are capped at 262144 the same way. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,22 @@ static void key_count_cases(void) {
     uint64_t got = 0;
     if (T_OK(open_keys(65536, 65536, &got))) T_CHECK(got == 65536, "65536 keys open: %" PRIu64, got);
     T_ERR(open_keys(65536, 65537, &got), RLX_ERR_BAD_FILE, "kv count 65537 is more than the 65536 metadata keys");
-    printf("  65536 metadata keys open; 65537 are refused\n");
+    /* 262145 tensor infos of the smallest kind (32 bytes each: a 4-char name, one dim of 0, F32,
+     * offset 0) make a file big enough that only the cap can refuse it */
+    gguf_builder b;
+    gb_init(&b);
+    gb_header(&b, 3, 262145, 0);
+    for (uint64_t i = 0; i < 262145; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%05" PRIx64, i);
+        gb_tensor(&b, name, 1, (const uint64_t[]){0}, 0, 0);
+    }
+    gb_pad(&b, 32);
+    rlx_gguf *g = NULL;
+    T_ERR(rlx_gguf_open_memory(b.buf, b.len, &g), RLX_ERR_BAD_FILE,
+          "tensor count 262145 is more than the 262144 tensors");
+    gb_free(&b);
+    printf("  65536 metadata keys open; 65537 keys or 262145 tensors are refused\n");
 }
 
 int main(void) {
