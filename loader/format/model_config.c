@@ -117,11 +117,6 @@ static rlx_status validate_attention(const char *what, const rlx_model_config *c
     RLX_TRY(check_float(what, "RoPE base (rope.freq_base / rope_theta)", c->rope_base, FLT_MAX));
     RLX_TRY(check_float(what, "local RoPE base (rope.freq_base_swa / rope_local_base_freq)", c->rope_base_local, FLT_MAX));
     RLX_TRY(check_float(what, "attention scale (attention.scale / 1/sqrt(query_pre_attn_scalar))", c->attn_scale, RLX_MAX_ATTN_SCALE));
-    if (c->has_rope_freqs && c->rope_scale_factor != 0.0f) {
-        RLX_TRY(check_float(what, "llama3 RoPE factor", c->rope_scale_factor, FLT_MAX));
-        RLX_TRY(check_float(what, "llama3 RoPE high_freq_factor", c->rope_high_freq_factor, FLT_MAX));
-        RLX_TRY(check_float(what, "llama3 RoPE low_freq_factor", c->rope_low_freq_factor, FLT_MAX));
-    }
     return NULL;
 }
 
@@ -464,6 +459,10 @@ static rlx_status hf_llama3_scaling(const hf_src *h, json_t *full, rlx_model_con
     if (!orig) orig = json_object_get(full, "original_max_position_embeddings");
     c->rope_orig_ctx = 8192;
     if (orig) RLX_TRY(hf_u32_of(h, "original_max_position_embeddings", orig, &c->rope_orig_ctx));
+    /* the factors become rope_freqs.weight here (GGUF carries that tensor and no factors) */
+    RLX_TRY(check_float(h->what, "llama3 RoPE factor", c->rope_scale_factor, FLT_MAX));
+    RLX_TRY(check_float(h->what, "llama3 RoPE high_freq_factor", c->rope_high_freq_factor, FLT_MAX));
+    RLX_TRY(check_float(h->what, "llama3 RoPE low_freq_factor", c->rope_low_freq_factor, FLT_MAX));
     if (!(c->rope_scale_factor > 0.0f) || !(c->rope_high_freq_factor > c->rope_low_freq_factor) || !c->rope_orig_ctx)
         return rlx_errorf(RLX_ERR_BAD_FILE,
                           "%s: llama3 rope scaling needs factor > 0, high_freq_factor > low_freq_factor and an "

@@ -48,6 +48,33 @@ static rlx_status gguf_config(const char *arch, const char *suffix, float v, rlx
     return s;
 }
 
+/* A llama3 GGUF carries rope_freqs.weight and maybe the factor it was made from, never the
+ * low/high frequency factors (the converter bakes them in): such a file must open. */
+static void gguf_llama3_case(void) {
+    gguf_builder b;
+    gb_init(&b);
+    gb_header(&b, 3, 1, 9);
+    gb_kv_str(&b, "general.architecture", "llama");
+    static const char *const keys[] = {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
+                                       "llama.context_length", "llama.attention.head_count", "llama.vocab_size"};
+    static const uint32_t vals[] = {1, 64, 128, 64, 2, 16};
+    for (int i = 0; i < 6; i++) gb_kv_u32(&b, keys[i], vals[i]);
+    gb_kv(&b, "llama.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
+    gb_f32(&b, 1e-5f);
+    gb_kv(&b, "llama.rope.scaling.factor", RLX_GGUF_FLOAT32);
+    gb_f32(&b, 32.0f);
+    gb_tensor(&b, "rope_freqs.weight", 1, (const uint64_t[]){16}, 0, 0);
+    gb_pad(&b, 32);
+    gb_zeros(&b, 64);
+    rlx_gguf *g = NULL;
+    rlx_model_config c;
+    if (T_OK(rlx_gguf_open_memory(b.buf, b.len, &g)) && T_OK(rlx_model_config_from_gguf(g, &c)))
+        T_CHECK(c.has_rope_freqs && c.rope_scale_factor == 32.0f, "llama3 GGUF: rope_freqs %d factor %g",
+                c.has_rope_freqs, (double)c.rope_scale_factor);
+    rlx_gguf_close(g);
+    gb_free(&b);
+}
+
 static void gguf_cases(void) {
     static const struct {
         const char *arch, *suffix, *field;
@@ -129,6 +156,7 @@ static void hf_cases(void) {
 }
 
 int main(void) {
+    gguf_llama3_case();
     gguf_cases();
     hf_cases();
     return t_summary("test_model_floats");
