@@ -1,5 +1,7 @@
 #version 450
-// ARGMAX over the last dim: one workgroup per row; the first index of the maximum.
+// ARGMAX over the last dim: one workgroup per row; the first index of the maximum, or -1 for a row
+// holding NaN or +inf, or only -inf (ir/ops.def): NaN is read as +inf, and an infinite maximum is
+// no answer.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -15,6 +17,9 @@ layout(push_constant) uniform Push {
 } p;
 
 shared float best_v[WG];
+
+// NaN compares false with everything, so it would never win: read it as +inf, which does.
+float ord(float v) { return isnan(v) ? 1.0 / 0.0 : v; }
 shared uint best_i[WG];
 
 void main() {
@@ -31,7 +36,10 @@ void main() {
         uint c4 = t, n4 = p.cols / 4u, b4 = base / 4u;
         for (; c4 + 7u * WG < n4; c4 += 8u * WG) {
             vec4 v[8];
-            [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = x4[b4 + c4 + j * WG];
+            [[unroll]] for (uint j = 0u; j < 8u; j++) {
+                v[j] = x4[b4 + c4 + j * WG];
+                [[unroll]] for (uint e = 0u; e < 4u; e++) v[j][e] = ord(v[j][e]);
+            }
             [[unroll]] for (uint j = 0u; j < 8u; j++)
                 [[unroll]] for (uint e = 0u; e < 4u; e++)
                     if (bi == 0xffffffffu || v[j][e] > bv) {
@@ -41,6 +49,7 @@ void main() {
         }
         for (; c4 < n4; c4 += WG) {
             vec4 v = x4[b4 + c4];
+            [[unroll]] for (uint e = 0u; e < 4u; e++) v[e] = ord(v[e]);
             [[unroll]] for (uint e = 0u; e < 4u; e++)
                 if (bi == 0xffffffffu || v[e] > bv) {
                     bv = v[e];
@@ -50,7 +59,7 @@ void main() {
         c = p.cols; // the scalar loops below have nothing left
     }
     for (; c + 3u * WG < p.cols; c += 4u * WG) {
-        float v[4] = {x[base + c], x[base + c + WG], x[base + c + 2u * WG], x[base + c + 3u * WG]};
+        float v[4] = {ord(x[base + c]), ord(x[base + c + WG]), ord(x[base + c + 2u * WG]), ord(x[base + c + 3u * WG])};
         [[unroll]] for (uint j = 0u; j < 4u; j++) {
             if (bi == 0xffffffffu || v[j] > bv) {
                 bv = v[j];
@@ -59,7 +68,7 @@ void main() {
         }
     }
     for (; c < p.cols; c += WG) {
-        float v = x[base + c];
+        float v = ord(x[base + c]);
         if (bi == 0xffffffffu || v > bv) {
             bv = v;
             bi = c;
@@ -81,5 +90,5 @@ void main() {
         }
         barrier();
     }
-    if (t == 0u) o[r] = int(best_i[0]);
+    if (t == 0u) o[r] = isinf(best_v[0]) ? -1 : int(best_i[0]);
 }

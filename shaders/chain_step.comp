@@ -22,5 +22,7 @@ void main() {
     if (fill < p.ring_len) words[p.ring_word + fill] = id;
     words[2] = fill + 1u;
     words[0] += 1u;
-    words[p.token_word] = id;
+    // -1, the argmax of logits that overflowed, goes to the host in the ring; the steps left in
+    // the chain take token 0, whose results the host drops with the error
+    words[p.token_word] = id == 0xffffffffu ? 0u : id;
 }

@@ -19,7 +19,7 @@
 // POST 2 (ARGMAX, one x row, one weight part): the index of the row's maximum (its first index)
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
-// (NaN logits are not ordered as shaders/argmax.comp orders them: subgroupMax decides.)
+// As in shaders/argmax.comp, NaN is read as +inf and an infinite maximum gives -1 (ir/ops.def).
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
 // also read the K and V cache rows that attention will walk (rows below n_past, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
@@ -478,6 +478,7 @@ bool leave_and_count(uint w, float bv, uint bi, uint c, uint n) {
 // Sync block words (shaders/sync_layout.h): [0] teams done, [SYNC_TEAMS + team] the team's
 // workgroups done, then a pair per workgroup from w1 and a pair per team from w2.
 void post_argmax(uint gid, float v, uint i) {
+    v = isnan(v) ? 1.0 / 0.0 : v;
     uint t = gl_LocalInvocationIndex;
     if (t < G * RO * NX) {
         am_v[t] = v;
@@ -497,7 +498,7 @@ void post_argmax(uint gid, float v, uint i) {
     if (!leave_and_count(w2 + 2u * team, bv, bi, 0u, teams)) return;
     pairs_best(w2, teams, bv, bi);
     if (subgroupElect()) {
-        argmax_out[0] = bi;
+        argmax_out[0] = isinf(bv) ? NONE : bi;
         sync_w[0] = 0u;
     }
 }

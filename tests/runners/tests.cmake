@@ -69,5 +69,5 @@ rlx_add_test_run(NAME runner_errors_qwen3_q4_k_m PROGRAM test_runner_errors LABE
 
 
 # Non-finite logits stop generation with an error naming the step, on every sampling path (a model
-# built by the test, CPU backend).
+# built by the test; CPU backend here, Vulkan as vk_runner_nonfinite in tests/vulkan/tests.cmake).
 rlx_add_test(NAME test_runner_nonfinite SOURCES test_runner_nonfinite.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)

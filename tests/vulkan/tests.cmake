@@ -97,6 +97,7 @@ if(RLX_VULKAN)
   rlx_add_vk_run(vk_path_parity_gpu_plans test_path_parity models/qwen3/qwen3-F32.gguf)
   set_property(TEST vk_path_parity_gpu_plans APPEND PROPERTY ENVIRONMENT RLX_VK_PLANS=gpu RLX_VK_WARM_NEXT=4)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
+  rlx_add_vk_run(vk_runner_nonfinite test_runner_nonfinite) # NaN logits: ARGMAX gives -1, chains stop
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
   # expected to take longer than the poll, so each submit sleeps, then polls (vk_device.c)
   rlx_add_vk_run(vk_runner_argmax_polled test_runner_argmax)
