@@ -14,6 +14,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "loader/core/regular_file.h"
 #include "loader/format/gguf.h"
 #include "loader/quant/gguf_writer.h"
 #include "loader/quant/quantize.h"
@@ -207,6 +208,7 @@ static rlx_status find_fixture(const char *rel, char *out, size_t cap) {
 }
 
 static rlx_status read_text(const char *path, char **out) {
+    RLX_TRY(rlx_file_refuse_special(path)); /* a FIFO would block the read below */
     FILE *f = fopen(path, "rb");
     if (!f) return rlx_errorf(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     size_t len = 0, cap = 4096;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loader/core/dtype.h"
+#include "loader/core/regular_file.h"
 #include "loader/format/safetensors.h"
 #include "text/tokenizer/tokenizer_utf8.h"
 
@@ -126,6 +127,11 @@ static bool file_exists(const char *dir, const char *name) {
 static json_t *load_json_in(const char *dir, const char *name) {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
+    rlx_status special = rlx_file_refuse_special(p); /* a FIFO would block json_load_file */
+    if (special) {
+        rlx_status_free(special);
+        return NULL;
+    }
     return json_load_file(p, 0, NULL);
 }
 
@@ -173,6 +179,7 @@ static bool hf_has_chat_template(const char *dir) {
 rlx_status rlx_inspect_hf_dir(const char *dir, json_t **out) {
     char p[4096];
     snprintf(p, sizeof p, "%s/config.json", dir);
+    RLX_TRY(rlx_file_refuse_special(p)); /* a FIFO would block json_load_file */
     json_error_t jerr;
     json_t *config = json_load_file(p, 0, &jerr);
     if (!config)

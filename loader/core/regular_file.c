@@ -36,6 +36,12 @@ rlx_status rlx_file_check_regular(const char *path) {
     return check_mode(path, &st);
 }
 
+rlx_status rlx_file_refuse_special(const char *path) {
+    if (!path) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_file_refuse_special: NULL path");
+    struct stat st;
+    return stat(path, &st) == 0 ? check_mode(path, &st) : NULL;
+}
+
 rlx_status rlx_file_open_regular(const char *path, int *fd, uint64_t *size) {
     if (!path || !fd) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_file_open_regular: NULL path or fd");
     /* O_NONBLOCK: an open of a FIFO with no writer returns at once instead of waiting */

@@ -18,6 +18,11 @@ rlx_status rlx_file_open_regular(const char *path, int *fd, uint64_t *size);
 /* The same check by name, opening nothing (stat follows symbolic links). */
 rlx_status rlx_file_check_regular(const char *path);
 
+/* An error when `path` exists and is not a regular file (a FIFO, a device, a directory, a socket);
+ * NULL when it is a regular file or does not exist, so that the caller's own open still reports a
+ * missing file as it always has. For reads through a library's own open (json_load_file, fopen). */
+rlx_status rlx_file_refuse_special(const char *path);
+
 /* The whole regular file at `path` in a malloc'ed buffer with a NUL after its *len bytes (the
  * caller frees it); more than max_bytes is RLX_ERR_BAD_FILE, so a huge file is refused before it is
  * read, not after. */

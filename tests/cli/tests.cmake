@@ -17,6 +17,8 @@ rlx_add_script_test(NAME include_rule SCRIPT include_rule.sh LABELS unit)
 
 # cmake --install: the installed rlx runs its linked-in default model from another directory, and
 # programs build against the installed librlx (pkg-config, find_package)
+# model, tokenizer, config and template paths that are FIFOs end at once with an error
+rlx_add_script_test(NAME cli_fifo SCRIPT cli_fifo.sh LABELS e2e)
 rlx_add_script_test(NAME cli_install SCRIPT install.sh LABELS e2e)
 if(RLX_FUZZ OR RLX_SANITIZE)
   # a sanitized librlx needs the sanitizer's runtime in whatever links it: the probes are skipped

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "loader/core/regular_file.h"
 #include "loader/format/gguf.h"
 #include "text/template/jinja_eval.h"
 #include "text/template/jinja_parser.h"
@@ -92,6 +93,7 @@ const char *rlx_chat_template_eos(const rlx_chat_template *t) { return t->eos; }
 /* ---- sources ---- */
 
 static rlx_status read_text(const char *path, char **out, size_t *len) {
+    RLX_TRY(rlx_status_annotate(rlx_file_refuse_special(path), "chat template")); /* a FIFO would block */
     FILE *f = fopen(path, "rb");
     if (!f)
         return rlx_errorf(errno == ENOENT ? RLX_ERR_NOT_FOUND : RLX_ERR_IO, "chat template '%s': cannot open: %s", path,
@@ -139,6 +141,7 @@ static const char *json_template(const json_t *root) {
 
 static rlx_status load_json(const char *path, json_t **out) {
     json_error_t e;
+    RLX_TRY(rlx_file_refuse_special(path)); /* a FIFO would block json_load_file */
     /* tokenizer_config.json may hold integers past 64 bits (model_max_length = 1e30): read them
      * as reals, since only strings are used here */
     *out = json_load_file(path, JSON_DECODE_INT_AS_REAL, &e);
@@ -259,6 +262,11 @@ rlx_status rlx_chat_template_from_gguf(const struct rlx_gguf *g, const char *ori
 }
 
 static bool is_gguf_file(const char *path) {
+    rlx_status special = rlx_file_refuse_special(path);
+    if (special) { /* not a GGUF: the reader that comes next reports it */
+        rlx_status_free(special);
+        return false;
+    }
     FILE *f = fopen(path, "rb");
     char magic[4] = {0};
     bool yes = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;

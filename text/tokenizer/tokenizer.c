@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "loader/core/regular_file.h"
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/tokenizer_utf8.h"
 
@@ -214,6 +215,7 @@ rlx_status rlx_tok_finish(rlx_tokenizer *t, const char *what) {
 /* ---- opening ---- */
 
 rlx_status rlx_tok_read_file(const char *path, char **data, size_t *len) {
+    RLX_TRY(rlx_file_refuse_special(path)); /* a FIFO would block the read below */
     FILE *f = fopen(path, "rb");
     if (!f) return rlx_errorf(RLX_ERR_IO, "'%s': cannot open: %s", path, strerror(errno));
     rlx_tok_buf b = {0};
@@ -247,6 +249,11 @@ static rlx_status open_gguf(const char *path, rlx_tokenizer **out) {
 }
 
 static bool starts_with_gguf_magic(const char *path) {
+    rlx_status special = rlx_file_refuse_special(path);
+    if (special) { /* not a GGUF: the JSON reader that comes next reports it */
+        rlx_status_free(special);
+        return false;
+    }
     FILE *f = fopen(path, "rb");
     char magic[4] = {0};
     bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
@@ -267,6 +274,8 @@ rlx_status rlx_tokenizer_open(const char *path, rlx_tokenizer **out) {
     if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_open: NULL path or out");
     struct stat st;
     if (stat(path, &st) != 0) return rlx_errorf(RLX_ERR_IO, "tokenizer '%s': %s", path, strerror(errno));
+    /* a directory is an HF model; anything else must be a regular file (a FIFO would block) */
+    if (!S_ISDIR(st.st_mode)) RLX_TRY(rlx_status_annotate(rlx_file_refuse_special(path), "tokenizer"));
     rlx_status s;
     char config[4096];
     if (S_ISDIR(st.st_mode)) s = rlx_tok_load_hf_dir(path, out);
