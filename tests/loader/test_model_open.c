@@ -21,13 +21,7 @@ static const char *tmp; /* the test's directory (t_tmp_dir) */
 
 /* ---- GGUF: a 1-layer qwen3 with n_embd 32, n_ff 64, 2 heads / 1 KV head of 16, vocab 8 ---- */
 
-typedef struct tdesc {
-    const char *name;
-    uint32_t n_dims;
-    uint64_t ne[2];
-} tdesc;
-
-static const tdesc qwen3_tensors[] = {
+static const gb_f32_tensor qwen3_tensors[] = {
     {"token_embd.weight", 2, {32, 8}},        {"output_norm.weight", 1, {32, 1}},
     {"blk.0.attn_norm.weight", 1, {32, 1}},   {"blk.0.attn_q.weight", 2, {32, 32}},
     {"blk.0.attn_k.weight", 2, {32, 16}},     {"blk.0.attn_v.weight", 2, {32, 16}},
@@ -40,8 +34,9 @@ static const tdesc qwen3_tensors[] = {
 
 /* Writes the model with tensor `change` (if any) given shape `ne` instead, or left out when
  * `drop`; `extra` (if any) is appended. Returns the path. */
-static const char *write_gguf(const char *file, const char *change, const uint64_t *ne, bool drop, const tdesc *extra) {
-    tdesc t[N_QWEN3 + 1];
+static const char *write_gguf(const char *file, const char *change, const uint64_t *ne, bool drop,
+                              const gb_f32_tensor *extra) {
+    gb_f32_tensor t[N_QWEN3 + 1];
     size_t n = 0;
     for (size_t i = 0; i < N_QWEN3; i++) {
         if (change && !strcmp(qwen3_tensors[i].name, change)) {
@@ -68,19 +63,10 @@ static const char *write_gguf(const char *file, const char *change, const uint64
     gb_kv_u32(&b, "qwen3.vocab_size", 8);
     gb_kv(&b, "qwen3.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
     gb_f32(&b, 1e-6f);
-    uint64_t off = 0, sizes[N_QWEN3 + 1];
-    for (size_t i = 0; i < n; i++) {
-        gb_tensor(&b, t[i].name, t[i].n_dims, t[i].ne, RLX_DTYPE_F32, off);
-        sizes[i] = t[i].ne[0] * (t[i].n_dims > 1 ? t[i].ne[1] : 1) * 4;
-        off += (sizes[i] + 31) / 32 * 32;
-    }
-    gb_pad(&b, 32);
-    for (size_t i = 0; i < n; i++) {
-        gb_zeros(&b, (size_t)sizes[i]);
-        gb_pad(&b, 32);
-    }
+    gb_f32_infos(&b, t, n);
+    gb_f32_data(&b, t, n, NULL);
     const char *path = t_tmp_path(file);
-    st_write_file(path, b.buf, b.len);
+    t_write_file(path, b.buf, b.len);
     gb_free(&b);
     return path;
 }
@@ -121,7 +107,7 @@ static void gguf_cases(void) {
                       RLX_ERR_BAD_FILE, "tensor 'token_embd.weight': shape [32, 9], but the config implies [32, 8]");
     expect_open_error("GGUF missing tensor", write_gguf("m.gguf", "blk.0.ffn_up.weight", NULL, true, NULL),
                       RLX_ERR_BAD_FILE, "tensor 'blk.0.ffn_up.weight' is missing (a qwen3 model with this config needs it, shape [32, 64])");
-    tdesc bad_output = {"output.weight", 2, {32, 7}};
+    gb_f32_tensor bad_output = {"output.weight", 2, {32, 7}};
     expect_open_error("GGUF bad output", write_gguf("o.gguf", NULL, NULL, false, &bad_output), RLX_ERR_BAD_FILE,
                       "tensor 'output.weight': shape [32, 7], but the config implies [32, 8]");
     expect_open_error("missing file", t_tmp_path("absent.gguf"), RLX_ERR_NOT_FOUND, "absent.gguf");
@@ -144,7 +130,7 @@ static uint64_t hf_elements(const hf_tensor *t) {
 
 /* Writes config.json and model.safetensors (all F32; element i of tensor k = k * 1000 + i). */
 static void write_hf(const char *config, const hf_tensor *t, size_t n) {
-    st_write_file(t_tmp_path("config.json"), config, strlen(config));
+    t_write_file(t_tmp_path("config.json"), config, strlen(config));
     char header[16384];
     size_t used = (size_t)snprintf(header, sizeof header, "{");
     uint64_t off = 0;
@@ -171,7 +157,7 @@ static void write_hf(const char *config, const hf_tensor *t, size_t n) {
         }
         off += el * 4;
     }
-    st_write_file(t_tmp_path("model.safetensors"), im.bytes, im.size);
+    t_write_file(t_tmp_path("model.safetensors"), im.bytes, im.size);
     free(im.bytes);
 }
 

@@ -58,15 +58,6 @@ static uint8_t *read_gguf(size_t *len, size_t *meta_end) {
     return buf;
 }
 
-static void write_file(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-}
-
 /* "qwen3" and "llama" have the same length, so the keys and the architecture string can be
  * rewritten in place. */
 static void gguf_relabelled(void) {
@@ -77,7 +68,7 @@ static void gguf_relabelled(void) {
     n += replace_n(buf, meta, "\x05\0\0\0\0\0\0\0qwen3", "\x05\0\0\0\0\0\0\0llama", 13);
     T_CHECK(n > 5, "relabelled %d keys and values", n);
     const char *path = t_tmp_path("relabelled.gguf");
-    write_file(path, buf, len);
+    t_write_file(path, buf, len);
     expect_refused("qwen3 GGUF labelled llama", path,
                    "tensor 'blk.0.attn_k_norm.weight' is not used by a llama model");
     unlink(path);
@@ -98,7 +89,7 @@ static void gguf_short_block_count(void) {
         T_CHECK(!memcmp(val, &type, 4) && !memcmp(val + 4, &two, 4), "%s is a u32 of 2", key);
         memcpy(val + 4, &one, 4);
         const char *path = t_tmp_path("one-block.gguf");
-        write_file(path, buf, len);
+        t_write_file(path, buf, len);
         expect_refused("2-layer GGUF with block_count 1", path, "'blk.1.attn_k.weight' belongs to layer 1");
         unlink(path);
     }
@@ -118,7 +109,7 @@ static void hf_relabelled(void) {
     char cfg_path[4200], st_path[4200];
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
     snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
-    write_file(cfg_path, cfg, len);
+    t_write_file(cfg_path, cfg, len);
     T_CHECK(symlink(t_fixture("models/qwen3/hf/model.safetensors"), st_path) == 0, "linked the weights");
     expect_refused("qwen3 HF directory labelled llama", dir,
                    "tensor 'blk.0.attn_k_norm.weight' is not used by a llama model");
@@ -130,13 +121,7 @@ static void hf_relabelled(void) {
 
 /* ---- hand-built GGUFs: a 1-layer llama, n_embd 16, n_ff 32, 2 heads of 8, vocab 4 ---- */
 
-typedef struct tdesc {
-    const char *name;
-    uint32_t n_dims;
-    uint64_t ne[2];
-} tdesc;
-
-static const tdesc llama_layer[] = {
+static const gb_f32_tensor llama_layer[] = {
     {"attn_norm.weight", 1, {16, 1}},   {"attn_q.weight", 2, {16, 16}}, {"attn_k.weight", 2, {16, 16}},
     {"attn_v.weight", 2, {16, 16}},     {"attn_output.weight", 2, {16, 16}}, {"ffn_norm.weight", 1, {16, 1}},
     {"ffn_gate.weight", 2, {16, 32}},   {"ffn_up.weight", 2, {16, 32}}, {"ffn_down.weight", 2, {32, 16}},
@@ -146,12 +131,12 @@ static const tdesc llama_layer[] = {
 
 /* A llama GGUF of `blocks` full blocks plus `extra` tensors; nextn_predict_layers written when
  * `nextn` > 0. */
-static const char *write_llama(const char *file, uint32_t blocks, uint32_t nextn, const tdesc *extra, size_t n_extra) {
+static const char *write_llama(const char *file, uint32_t blocks, uint32_t nextn, const gb_f32_tensor *extra, size_t n_extra) {
     static char names[MAX_T][64];
-    tdesc t[MAX_T];
+    gb_f32_tensor t[MAX_T];
     size_t n = 0;
-    t[n++] = (tdesc){"token_embd.weight", 2, {16, 4}};
-    t[n++] = (tdesc){"output_norm.weight", 1, {16, 1}};
+    t[n++] = (gb_f32_tensor){"token_embd.weight", 2, {16, 4}};
+    t[n++] = (gb_f32_tensor){"output_norm.weight", 1, {16, 1}};
     for (uint32_t il = 0; il < blocks; il++) {
         for (size_t i = 0; i < N_LAYER_T; i++, n++) {
             snprintf(names[n], sizeof names[n], "blk.%u.%s", il, llama_layer[i].name);
@@ -173,15 +158,10 @@ static const char *write_llama(const char *file, uint32_t blocks, uint32_t nextn
     gb_kv(&b, "llama.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
     gb_f32(&b, 1e-5f);
     if (nextn) gb_kv_u32(&b, "llama.nextn_predict_layers", nextn);
-    uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        gb_tensor(&b, t[i].name, t[i].n_dims, t[i].ne, RLX_DTYPE_F32, off);
-        off += t[i].ne[0] * (t[i].n_dims > 1 ? t[i].ne[1] : 1) * 4;
-    }
-    gb_pad(&b, 32);
-    gb_zeros(&b, (size_t)off);
+    gb_f32_infos(&b, t, n);
+    gb_f32_data(&b, t, n, NULL);
     const char *path = t_tmp_path(file);
-    write_file(path, b.buf, b.len);
+    t_write_file(path, b.buf, b.len);
     gb_free(&b);
     return path;
 }
@@ -193,18 +173,18 @@ static void built_cases(void) {
     rlx_model_close(m);
     unlink(path);
 
-    tdesc bias = {"blk.0.attn_q.bias", 1, {16, 1}};
+    gb_f32_tensor bias = {"blk.0.attn_q.bias", 1, {16, 1}};
     path = write_llama("bias.gguf", 1, 0, &bias, 1);
     expect_refused("a llama with an attention bias", path, "tensor 'blk.0.attn_q.bias' is not used by a llama model");
     unlink(path);
 
-    tdesc stray = {"blk.0.ffn_gate_inp.weight", 2, {16, 4}};
+    gb_f32_tensor stray = {"blk.0.ffn_gate_inp.weight", 2, {16, 4}};
     path = write_llama("router.gguf", 1, 0, &stray, 1);
     expect_refused("a dense llama with a MoE router", path, "'blk.0.ffn_gate_inp.weight' is not used");
     unlink(path);
 
     /* block 1 is the MTP block; blk.1.nextn.eh_proj is one of llama.cpp's NEXTN tensors */
-    tdesc mtp = {"blk.1.nextn.eh_proj.weight", 2, {32, 16}};
+    gb_f32_tensor mtp = {"blk.1.nextn.eh_proj.weight", 2, {32, 16}};
     path = write_llama("nextn.gguf", 2, 1, &mtp, 1);
     m = NULL;
     if (T_OK(rlx_model_open(path, &m))) {

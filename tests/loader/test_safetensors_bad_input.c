@@ -116,7 +116,7 @@ static void truncation_cases(void) {
     free(im.bytes);
 }
 
-static void write_index(const char *json) { st_write_file(t_tmp_path("model.safetensors.index.json"), json, strlen(json)); }
+static void write_index(const char *json) { t_write_file(t_tmp_path("model.safetensors.index.json"), json, strlen(json)); }
 
 static void shard_cases(void) {
     st_write_image(t_tmp_path("s1.safetensors"), "{\"a\":" F32_23 "}", 24);
@@ -156,7 +156,7 @@ static void path_cases(void) {
     rlx_safetensors *st = NULL;
     T_ERR(rlx_safetensors_open(tmp, &st), RLX_ERR_NOT_FOUND, "neither model.safetensors.index.json nor model.safetensors");
     T_ERR(rlx_safetensors_open(t_tmp_path("nope.safetensors"), &st), RLX_ERR_NOT_FOUND, "nope.safetensors");
-    st_write_file(t_tmp_path("empty.safetensors"), "", 0);
+    t_write_file(t_tmp_path("empty.safetensors"), "", 0);
     T_ERR(rlx_safetensors_open(t_tmp_path("empty.safetensors"), &st), RLX_ERR_BAD_FILE, "empty.safetensors");
     unlink(t_tmp_path("empty.safetensors"));
     T_ERR(rlx_safetensors_open(NULL, &st), RLX_ERR_INVALID_ARGUMENT, "NULL");

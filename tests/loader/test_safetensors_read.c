@@ -99,7 +99,7 @@ static void sharded_case(void) {
     st_write_image(t_tmp_path("m-2.safetensors"), "{\"y\":{\"dtype\":\"BF16\",\"shape\":[3,2],\"data_offsets\":[4,16]}}",
                    16);
     const char *index = "{\"metadata\":{\"total_size\":20},\"weight_map\":{\"y\":\"m-2.safetensors\",\"x\":\"m-1.safetensors\"}}";
-    st_write_file(t_tmp_path("model.safetensors.index.json"), index, strlen(index));
+    t_write_file(t_tmp_path("model.safetensors.index.json"), index, strlen(index));
     for (int via_index = 0; via_index < 2; via_index++) {
         rlx_safetensors *st = NULL;
         const char *path = via_index ? t_tmp_path("model.safetensors.index.json") : tmp;

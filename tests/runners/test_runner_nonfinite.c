@@ -26,26 +26,21 @@
 
 enum { EMBD = 16, FF = 32, VOCAB = 4 };
 
-typedef struct tdesc {
-    const char *name;
-    uint32_t n_dims;
-    uint64_t ne0, ne1;
-    int fill; /* 0: zeros, 1: ones, 2: the embedding table, 3: the LM head */
-} tdesc;
-
-static const tdesc tensors[] = {
-    {"token_embd.weight", 2, EMBD, VOCAB, 2},     {"output.weight", 2, EMBD, VOCAB, 3},
-    {"output_norm.weight", 1, EMBD, 1, 1},        {"blk.0.attn_norm.weight", 1, EMBD, 1, 1},
-    {"blk.0.attn_q.weight", 2, EMBD, EMBD, 0},    {"blk.0.attn_k.weight", 2, EMBD, EMBD, 0},
-    {"blk.0.attn_v.weight", 2, EMBD, EMBD, 0},    {"blk.0.attn_output.weight", 2, EMBD, EMBD, 0},
-    {"blk.0.ffn_norm.weight", 1, EMBD, 1, 1},     {"blk.0.ffn_gate.weight", 2, EMBD, FF, 0},
-    {"blk.0.ffn_up.weight", 2, EMBD, FF, 0},      {"blk.0.ffn_down.weight", 2, FF, EMBD, 0},
+static const gb_f32_tensor tensors[] = {
+    {"token_embd.weight", 2, {EMBD, VOCAB}},     {"output.weight", 2, {EMBD, VOCAB}},
+    {"output_norm.weight", 1, {EMBD, 1}},        {"blk.0.attn_norm.weight", 1, {EMBD, 1}},
+    {"blk.0.attn_q.weight", 2, {EMBD, EMBD}},    {"blk.0.attn_k.weight", 2, {EMBD, EMBD}},
+    {"blk.0.attn_v.weight", 2, {EMBD, EMBD}},    {"blk.0.attn_output.weight", 2, {EMBD, EMBD}},
+    {"blk.0.ffn_norm.weight", 1, {EMBD, 1}},     {"blk.0.ffn_gate.weight", 2, {EMBD, FF}},
+    {"blk.0.ffn_up.weight", 2, {EMBD, FF}},      {"blk.0.ffn_down.weight", 2, {FF, EMBD}},
 };
 #define N_T (sizeof tensors / sizeof tensors[0])
+/* what each tensor holds: 0 zeros, 1 ones, 2 the embedding table, 3 the LM head */
+static const int fills[N_T] = {2, 3, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0};
 
-static float value_at(int fill, uint64_t row, uint64_t col) {
+static float value_at(size_t i, uint64_t row, uint64_t col) {
     static const int head_hot[VOCAB] = {-1, 3, 0, 2}; /* row r of the LM head is 10 e_hot[r] */
-    switch (fill) {
+    switch (fills[i]) {
     case 1: return 1.0f;
     case 2: return row == 1 ? NAN : col == row ? 1.0f : 0.0f;
     case 3: return (int)col == head_hot[row] ? 10.0f : 0.0f;
@@ -66,25 +61,10 @@ static const char *write_model(void) {
     gb_kv_u32(&b, "llama.vocab_size", VOCAB);
     gb_kv(&b, "llama.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
     gb_f32(&b, 1e-5f);
-    uint64_t off = 0;
-    for (size_t i = 0; i < N_T; i++) {
-        uint64_t ne[2] = {tensors[i].ne0, tensors[i].ne1};
-        gb_tensor(&b, tensors[i].name, tensors[i].n_dims, ne, RLX_DTYPE_F32, off);
-        off += (tensors[i].ne0 * tensors[i].ne1 * 4 + 31) / 32 * 32;
-    }
-    gb_pad(&b, 32);
-    for (size_t i = 0; i < N_T; i++) {
-        for (uint64_t r = 0; r < tensors[i].ne1; r++)
-            for (uint64_t c = 0; c < tensors[i].ne0; c++) gb_f32(&b, value_at(tensors[i].fill, r, c));
-        gb_pad(&b, 32);
-    }
+    gb_f32_infos(&b, tensors, N_T);
+    gb_f32_data(&b, tensors, N_T, value_at);
     const char *path = t_tmp_path("nan-embedding.gguf");
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b.buf, 1, b.len, f) != b.len) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
+    t_write_file(path, b.buf, b.len);
     gb_free(&b);
     return path;
 }

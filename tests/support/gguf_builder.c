@@ -116,6 +116,27 @@ void gb_tensor(gguf_builder *b, const char *name, uint32_t n_dims, const uint64_
     gb_u64(b, offset);
 }
 
+static uint64_t f32_bytes(const gb_f32_tensor *t) { return t->ne[0] * (t->n_dims > 1 ? t->ne[1] : 1) * 4; }
+
+void gb_f32_infos(gguf_builder *b, const gb_f32_tensor *t, size_t n) {
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        gb_tensor(b, t[i].name, t[i].n_dims, t[i].ne, RLX_DTYPE_F32, off);
+        off += (f32_bytes(&t[i]) + 31) / 32 * 32;
+    }
+}
+
+void gb_f32_data(gguf_builder *b, const gb_f32_tensor *t, size_t n, float (*fill)(size_t i, uint64_t row, uint64_t col)) {
+    gb_pad(b, 32);
+    for (size_t i = 0; i < n; i++) {
+        if (!fill) gb_zeros(b, (size_t)f32_bytes(&t[i]));
+        uint64_t rows = t[i].n_dims > 1 ? t[i].ne[1] : 1;
+        for (uint64_t r = 0; fill && r < rows; r++)
+            for (uint64_t c = 0; c < t[i].ne[0]; c++) gb_f32(b, fill(i, r, c));
+        gb_pad(b, 32);
+    }
+}
+
 static void small_valid_kvs(gguf_builder *b) {
     gb_kv_str(b, "general.architecture", "test");
     gb_kv(b, "test.u8", RLX_GGUF_UINT8), gb_u8(b, 200);

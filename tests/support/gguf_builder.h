@@ -42,6 +42,19 @@ void gb_kv_str(gguf_builder *b, const char *key, const char *v);
 void gb_tensor(gguf_builder *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
                uint64_t offset);
 
+/* One F32 tensor of a hand-built model: its name and shape (ne[0] contiguous; ne[1] = 1 when 1-D). */
+typedef struct gb_f32_tensor {
+    const char *name;
+    uint32_t n_dims;
+    uint64_t ne[2];
+} gb_f32_tensor;
+
+/* The tensor infos of t[0..n), F32, each at a 32-byte aligned offset (the default alignment). */
+void gb_f32_infos(gguf_builder *b, const gb_f32_tensor *t, size_t n);
+/* The data section after those infos: padding to 32, then each tensor's values, fill(i, row, col)
+ * for tensor i (zeros when fill is NULL), each padded to 32. */
+void gb_f32_data(gguf_builder *b, const gb_f32_tensor *t, size_t n, float (*fill)(size_t i, uint64_t row, uint64_t col));
+
 /* The small valid v3 file most tests start from. Metadata: one kv of every value type, arrays of
  * u32 and strings, an array of arrays of strings, general.alignment = 64. Tensors (data section at
  * the header end padded to 64; the file ends exactly at the last tensor's last byte):

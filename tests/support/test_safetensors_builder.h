@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h" /* t_write_file */
+
 typedef struct st_image {
     uint8_t *bytes; /* owned */
     size_t size;
@@ -30,17 +32,9 @@ static inline st_image st_build(const char *header, size_t n_data, uint64_t hlen
     return im;
 }
 
-static inline void st_write_file(const char *path, const void *bytes, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
-        fprintf(stderr, "FAIL: cannot write %s\n", path);
-        exit(1);
-    }
-}
-
 static inline void st_write_image(const char *path, const char *header, size_t n_data) {
     st_image im = st_build(header, n_data, UINT64_MAX);
-    st_write_file(path, im.bytes, im.size);
+    t_write_file(path, im.bytes, im.size);
     free(im.bytes);
 }
 

@@ -95,6 +95,14 @@ void *t_read_file(const char *path, size_t *len) {
     return buf;
 }
 
+void t_write_file(const char *path, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "FAIL: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
 static char tmp_dir[512];
 
 const char *t_tmp_dir(const char *prefix) {

@@ -51,6 +51,9 @@ void t_tmp_dir_remove(void);
  * or read. */
 void *t_read_file(const char *path, size_t *len);
 
+/* Writes n bytes to path (created or truncated); exits 1 with a message when it cannot. */
+void t_write_file(const char *path, const void *bytes, size_t n);
+
 json_t *t_load_json(const char *path); /* exits 1 with a message when it cannot be read */
 
 /* What a command run by t_run_cli did. */
