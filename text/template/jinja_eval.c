@@ -58,9 +58,10 @@ static uint64_t steps_left(const rlx_jinja_ctx *c) {
     return c->steps < c->lim.max_steps ? c->lim.max_steps - c->steps : 0;
 }
 
-rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out) {
-    uint64_t left = steps_left(c), budget = left;
-    rlx_status s = rlx_jv_equal_within(a, b, out, &budget);
+/* Settles a value walk that was given `left` steps and left `budget` unspent: a spent budget is
+ * the step limit's error (whatever the walk said); else the walk's own error, placed at the current
+ * node, or the steps it took. */
+static rlx_status settle_walk(rlx_jinja_ctx *c, uint64_t left, uint64_t budget, rlx_status s) {
     if (budget == 0) {
         rlx_status_free(s);
         return step(c, left + 1);
@@ -69,15 +70,16 @@ rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out) {
     return step(c, left - budget);
 }
 
+rlx_status rlx_jinja_equal(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, bool *out) {
+    uint64_t left = steps_left(c), budget = left;
+    rlx_status s = rlx_jv_equal_within(a, b, out, &budget);
+    return settle_walk(c, left, budget, s);
+}
+
 rlx_status rlx_jinja_compare(rlx_jinja_ctx *c, rlx_jv a, rlx_jv b, int *cmp) {
     uint64_t left = steps_left(c), budget = left;
     rlx_status s = rlx_jv_compare(a, b, cmp, &budget);
-    if (budget == 0) {
-        rlx_status_free(s);
-        return step(c, left + 1);
-    }
-    if (s) return rlx_status_annotate(s, "%s:%u:%u", c->origin, c->line, c->col);
-    return step(c, left - budget);
+    return settle_walk(c, left, budget, s);
 }
 
 /* Attaches the position of node n to an error that has none (those from value operations). */
