@@ -262,11 +262,6 @@ rlx_status rlx_chat_template_from_gguf(const struct rlx_gguf *g, const char *ori
 }
 
 static bool is_gguf_file(const char *path) {
-    rlx_status special = rlx_file_refuse_special(path);
-    if (special) { /* not a GGUF: the reader that comes next reports it */
-        rlx_status_free(special);
-        return false;
-    }
     FILE *f = fopen(path, "rb");
     char magic[4] = {0};
     bool yes = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
@@ -286,6 +281,8 @@ rlx_status rlx_chat_template_open(const char *path, rlx_chat_template **out) {
         return rlx_errorf(errno == ENOENT ? RLX_ERR_NOT_FOUND : RLX_ERR_IO, "chat template source '%s': %s", path,
                           strerror(errno));
     if (S_ISDIR(st.st_mode)) return from_directory(path, out);
+    /* anything but a directory must be a regular file: a FIFO would block the reads below */
+    RLX_TRY(rlx_status_annotate(rlx_file_refuse_special(path), "chat template source"));
     if (is_gguf_file(path)) {
         rlx_gguf *g;
         RLX_TRY(rlx_gguf_open(path, &g));

@@ -249,11 +249,6 @@ static rlx_status open_gguf(const char *path, rlx_tokenizer **out) {
 }
 
 static bool starts_with_gguf_magic(const char *path) {
-    rlx_status special = rlx_file_refuse_special(path);
-    if (special) { /* not a GGUF: the JSON reader that comes next reports it */
-        rlx_status_free(special);
-        return false;
-    }
     FILE *f = fopen(path, "rb");
     char magic[4] = {0};
     bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
