@@ -12,15 +12,12 @@
 #include "default_model.h"
 
 rlx_status rlx_cli_default_model(const char **out) {
-    static char path[PATH_MAX];
     const char *env = getenv("RLX_DEFAULT_MODEL");
     if (env && *env) {
         *out = env;
         return NULL;
     }
-    RLX_TRY(rlx_default_model_path(path, sizeof path));
-    *out = path;
-    return NULL;
+    return rlx_default_model_path(out);
 }
 
 typedef struct {

@@ -29,7 +29,7 @@ extern const uint8_t rlx_default_model_bytes[], rlx_default_model_end[];
 
 size_t rlx_default_model_size(void) { return (size_t)(rlx_default_model_end - rlx_default_model_bytes); }
 
-rlx_status rlx_default_model_path(char *path, size_t size) {
+rlx_status rlx_default_model_path(const char **path) {
     static char made[64];
     if (!made[0]) {
         int fd = memfd_create("stories260K.gguf", MFD_CLOEXEC);
@@ -51,7 +51,6 @@ rlx_status rlx_default_model_path(char *path, size_t size) {
         /* the descriptor stays open for the process: the path below names it */
         snprintf(made, sizeof made, "/proc/self/fd/%d", fd);
     }
-    if (strlen(made) >= size) return rlx_errorf(RLX_ERR_INTERNAL, "the embedded default model: path buffer too small");
-    memcpy(path, made, strlen(made) + 1);
+    *path = made;
     return NULL;
 }

@@ -8,8 +8,8 @@
 
 /* Bytes of the embedded GGUF. */
 size_t rlx_default_model_size(void);
-/* A path the loader can open that holds the embedded model (an in-memory file, made on the first
- * call and kept open for the life of the process). */
-rlx_status rlx_default_model_path(char *path, size_t size);
+/* *path: a path the loader can open that holds the embedded model (an in-memory file, made on the
+ * first call and kept open for the life of the process; the string is static). */
+rlx_status rlx_default_model_path(const char **path);
 
 #endif
