@@ -93,7 +93,6 @@ function(rlx_vulkan_link target)
   target_link_libraries(${target} PUBLIC ${CMAKE_DL_LIBS})
 endfunction()
 
-rlx_layer(rlx_runtime GLOBS runtime/*.c LINKS rlx_ir rlx_core)
+rlx_layer(rlx_runtime GLOBS runtime/*.c EXPOSE runtime shaders/kernels.def shaders/sync_layout.h)
 target_sources(rlx_runtime PRIVATE ${RLX_VK_SOURCES})
-rlx_layer_expose(rlx_runtime runtime shaders/kernels.def shaders/sync_layout.h)
 rlx_vulkan_link(rlx_runtime)
