@@ -49,10 +49,16 @@ rlx_status rlx_vk_check(VkResult r, const char *what) {
                           "%s: the Vulkan device was lost (VK_ERROR_DEVICE_LOST: driver reset, hang or crash); "
                           "the backend must be recreated",
                           what);
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+        /* only vkCreateInstance returns it: no device to use, as with no GPU, so that the
+         * best-available choice falls back to the CPU */
+        return rlx_errorf(RLX_ERR_DEVICE,
+                          "%s: no Vulkan driver found (VK_ERROR_INCOMPATIBLE_DRIVER: none, or none of the API "
+                          "version asked for); install the GPU's driver, or mesa-vulkan-drivers for lavapipe",
+                          what);
     case VK_ERROR_LAYER_NOT_PRESENT:
     case VK_ERROR_EXTENSION_NOT_PRESENT:
     case VK_ERROR_FEATURE_NOT_PRESENT:
-    case VK_ERROR_INCOMPATIBLE_DRIVER:
     case VK_ERROR_FORMAT_NOT_SUPPORTED:
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: %s", what, rlx_vk_result_name(r));
     default:
