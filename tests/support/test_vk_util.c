@@ -197,6 +197,14 @@ rlx_node vkt_input_f32(vkt_graph *t, vkt_rng *r, rlx_shape s, float a) {
     return rlx_input(t->g, name, RLX_DTYPE_F32, s);
 }
 
+void vkt_attention_direct(vkt_graph *t, vkt_rng *r, int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv,
+                          int32_t window) {
+    rlx_node q = vkt_input_f32(t, r, vkt_shape(3, n, h, dh), 1.0f);
+    rlx_node k = vkt_input_f32(t, r, vkt_shape(3, n, hkv, dh), 1.0f);
+    rlx_node v = vkt_input_f32(t, r, vkt_shape(3, n, hkv, dv), 1.0f);
+    rlx_graph_mark_output(t->g, rlx_attention(t->g, q, k, v, 2.0f / sqrtf((float)dh), window), "o");
+}
+
 void vkt_attention_cached(vkt_graph *t, vkt_rng *r, int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh,
                           int32_t window) {
     t->kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};

@@ -68,6 +68,11 @@ rlx_node vkt_input_ids(vkt_graph *t, vkt_rng *r, int64_t n, int32_t lo, int32_t 
 /* A new random weight (vkt_weight) with IR shape [d0, (d1, (d2))] (stored ne reversed). */
 rlx_node vkt_graph_weight(vkt_graph *t, vkt_rng *r, uint32_t type, int32_t rank, int64_t d0, int64_t d1, int64_t d2);
 
+/* t's graph: attention straight on activations (the naive path: keys are this run's rows), q
+ * [n, h, dh], k [n, hkv, dh], v [n, hkv, dv] (random inputs), scale 2/sqrt(dh), sliding window
+ * `window` (0 for none), marked as output "o". */
+void vkt_attention_direct(vkt_graph *t, vkt_rng *r, int64_t n, int64_t h, int64_t hkv, int64_t dh, int64_t dv,
+                          int32_t window);
 /* t's graph: one layer's attention over the session's KV cache of cap positions, as the runners
  * build it: q [rows, h, dh], k and v [rows, hkv, dh] (random inputs) written into the cache, then
  * ATTENTION (scale 0.125, sliding window `window`, 0 for none) marked as output "o". */

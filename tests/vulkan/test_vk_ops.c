@@ -417,10 +417,7 @@ static void attention_direct(int64_t n, int64_t h, int64_t hkv, int64_t dh, int6
                              int32_t n_tokens) {
     vkt_graph t;
     vkt_graph_init(&t);
-    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, h, dh), 1.0f),
-             k = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dh), 1.0f);
-    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, n, hkv, dv), 1.0f);
-    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, k, v, 1.0f / sqrtf((float)dh) * 2.0f, window), "o");
+    vkt_attention_direct(&t, &g_rng, n, h, hkv, dh, dv, window);
     char label[64];
     snprintf(label, sizeof label, "direct n=%lld H %lld/%lld Dh %lld Dv %lld win %d", (long long)n, (long long)h,
              (long long)hkv, (long long)dh, (long long)dv, window);
