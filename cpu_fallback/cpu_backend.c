@@ -83,7 +83,7 @@ static rlx_status check_weight(const rlx_weight *w, size_t index) {
 
 /* Refuses, before any allocation, a KV cache larger than the host memory available: calloc would
  * succeed lazily (overcommit) and the process die later, or fail half-way. */
-static rlx_status check_kv_fits(const rlx_kv_spec *kv, size_t k_bytes, size_t v_bytes) {
+static rlx_status check_kv_fits(const rlx_state_spec *kv, size_t k_bytes, size_t v_bytes) {
     uint64_t need, avail = rlx_host_memory_available();
     bool overflow = __builtin_add_overflow((uint64_t)k_bytes, (uint64_t)v_bytes, &need) ||
                     __builtin_mul_overflow(need, (uint64_t)kv->n_layer, &need);
@@ -92,27 +92,26 @@ static rlx_status check_kv_fits(const rlx_kv_spec *kv, size_t k_bytes, size_t v_
     if (overflow) snprintf(needed, sizeof needed, "more than 2^64");
     else snprintf(needed, sizeof needed, "%" PRIu64, need);
     return rlx_errorf(RLX_ERR_OUT_OF_MEMORY,
-                      "context of %d tokens: the KV cache needs %s bytes (%d layers x %d tokens x %d KV heads x "
+                      "KV pool of %lld rows: it needs %s bytes (%d layers x %lld rows x %d KV heads x "
                       "(%d + %d) dims x 4 bytes), but the host has %" PRIu64 " bytes available",
-                      kv->n_ctx, needed, kv->n_layer, kv->n_ctx, kv->n_head_kv, kv->head_dim, kv->head_dim_v, avail);
+                      (long long)rlx_state_kv_rows(kv), needed, kv->n_layer, (long long)rlx_state_kv_rows(kv),
+                      kv->n_head_kv, kv->head_dim, kv->head_dim_v, avail);
 }
 
-static rlx_status alloc_kv(rlx_session *s, const rlx_kv_spec *kv) {
+static rlx_status alloc_kv(rlx_session *s, const rlx_state_spec *kv) {
+    RLX_TRY(rlx_state_spec_check(kv));
     s->kv = *kv;
+    s->kv.layer_kind = NULL; /* borrowed for the call only */
     if (kv->n_layer == 0) return NULL;
-    if (kv->n_layer < 0 || kv->n_ctx < 1 || kv->n_head_kv < 1 || kv->head_dim < 1 || kv->head_dim_v < 0)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                          "session: KV cache spec n_layer %d, n_ctx %d, n_head_kv %d, head_dim %d, head_dim_v %d: "
-                          "expected all >= 1 (head_dim_v 0 = head_dim)", kv->n_layer, kv->n_ctx, kv->n_head_kv,
-                          kv->head_dim, kv->head_dim_v);
+    if (kv->kv_dtype != RLX_DTYPE_F32)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "cpu session: K/V of %s; the CPU reference keeps F32",
+                          rlx_dtype_name(kv->kv_dtype));
     if (s->kv.head_dim_v == 0) s->kv.head_dim_v = kv->head_dim;
-    size_t k_elems, v_elems;
-    if (__builtin_mul_overflow((size_t)kv->n_ctx * (size_t)kv->n_head_kv, (size_t)kv->head_dim * sizeof(float),
-                               &k_elems) ||
-        __builtin_mul_overflow((size_t)kv->n_ctx * (size_t)kv->n_head_kv, (size_t)s->kv.head_dim_v * sizeof(float),
-                               &v_elems))
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: KV cache of n_ctx %d overflows the address space",
-                          kv->n_ctx);
+    size_t k_elems, v_elems, rows = (size_t)rlx_state_kv_rows(kv);
+    if (__builtin_mul_overflow(rows * (size_t)kv->n_head_kv, (size_t)kv->head_dim * sizeof(float), &k_elems) ||
+        __builtin_mul_overflow(rows * (size_t)kv->n_head_kv, (size_t)s->kv.head_dim_v * sizeof(float), &v_elems))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: a KV pool of %zu rows overflows the address space",
+                          rows);
     RLX_TRY(check_kv_fits(&s->kv, k_elems, v_elems));
     s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
@@ -127,7 +126,7 @@ static rlx_status alloc_kv(rlx_session *s, const rlx_kv_spec *kv) {
     return NULL;
 }
 
-static rlx_status session_create(rlx_backend *b, const rlx_weight *weights, size_t n_weights, const rlx_kv_spec *kv,
+static rlx_status session_create(rlx_backend *b, const rlx_weight *weights, size_t n_weights, const rlx_state_spec *kv,
                                  rlx_session **out) {
     if ((!weights && n_weights) || !kv || !out)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "cpu session_create: weights, kv and out must not be NULL");
@@ -212,11 +211,12 @@ static rlx_status bind_cache(const rlx_session *s, rlx_node i, rlx_cpu_node *n) 
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? s->kv.head_dim_v : s->kv.head_dim;
-    if (a->layer >= s->kv.n_layer || sh->dim[0] > s->kv.n_ctx || sh->dim[1] != s->kv.n_head_kv || sh->dim[2] != dh)
+    if (a->layer >= s->kv.n_layer || sh->dim[0] > rlx_state_kv_rows(&s->kv) || sh->dim[1] != s->kv.n_head_kv ||
+        sh->dim[2] != dh)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64
-                          ", %" PRId64 "] does not fit the session cache: %d layers of [%d, %d, %d]", i, a->layer,
-                          a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], s->kv.n_layer, s->kv.n_ctx,
-                          s->kv.n_head_kv, dh);
+                          ", %" PRId64 "] does not fit the session cache: %d layers of [%lld, %d, %d]", i, a->layer,
+                          a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], s->kv.n_layer,
+                          (long long)rlx_state_kv_rows(&s->kv), s->kv.n_head_kv, dh);
     n->store = CPU_STORE_CACHE;
     return NULL;
 }
@@ -290,6 +290,7 @@ static void bind_storage(rlx_program *p, const rlx_run_args *a) {
 static rlx_status run(rlx_program *p, const rlx_run_args *a) {
     if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
     RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
+    if (a->rows) return rlx_errorf(RLX_ERR_UNSUPPORTED, "run: rows of several sequences are not built yet");
     rlx_cpu_backend *b = p->session->backend;
     rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .simd = b->simd, .n_past = a->n_past,
                        .n_tokens = a->n_tokens};

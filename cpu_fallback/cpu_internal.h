@@ -95,8 +95,8 @@ struct rlx_session {
     rlx_weight *weights;      /* owned array sorted by name; names owned; data borrowed from the model,
                                  which must outlive the session (backend.h) */
     size_t n_weights;
-    rlx_kv_spec kv;
-    float **k_cache, **v_cache; /* owned: n_layer buffers each, [n_ctx, H_kv, Dh] / [n_ctx, H_kv, Dv] */
+    rlx_state_spec kv;          /* head_dim_v resolved; layer_kind NULL (borrowed at create only) */
+    float **k_cache, **v_cache; /* owned: n_layer pools each, [n_pages * page_size, H_kv, Dh] / [.., Dv] */
 };
 
 /* Where a node's values live during a run. */

@@ -1,5 +1,6 @@
 /* Leaves, views and lookups: INPUT, WEIGHT, KV_CACHE and RESHAPE have no work (their storage is
- * bound before the run: cpu_backend.c), EMBED gathers dequantized table rows, LAST_ROW copies the
+ * bound before the run: cpu_backend.c), EMBED gathers dequantized table rows, GATHER_ROWS picks rows
+ * by index (0 for an index past the valid rows), LAST_ROW copies the
  * last valid row. */
 #include <inttypes.h>
 #include <string.h>
@@ -56,5 +57,20 @@ rlx_status rlx_cpu_op_LAST_ROW(const rlx_cpu_exec *ex, rlx_node i) {
                           " is outside the input's %" PRId64 " rows", i, row, x->info.shape.dim[0]);
     /* F32 and I32 elements are both 4 bytes */
     memcpy(ex->p->data[i], (const uint8_t *)ex->p->data[xi] + (size_t)(row * inner) * 4, (size_t)inner * 4);
+    return NULL;
+}
+
+rlx_status rlx_cpu_op_GATHER_ROWS(const rlx_cpu_exec *ex, rlx_node i) {
+    const rlx_cpu_node *n = cpu_node(ex, i);
+    rlx_node xi = n->info.in[0];
+    const float *x = ex->p->data[xi];
+    const int32_t *idx = ex->p->data[n->info.in[1]];
+    float *out = ex->p->data[i];
+    int64_t inner = cpu_inner(cpu_node(ex, xi)), m = n->info.shape.dim[0];
+    for (int64_t r = 0; r < m; r++) {
+        float *dst = out + r * inner;
+        if (idx[r] >= 0 && idx[r] < ex->n_tokens) memcpy(dst, x + (int64_t)idx[r] * inner, (size_t)inner * sizeof *dst);
+        else memset(dst, 0, (size_t)inner * sizeof *dst);
+    }
     return NULL;
 }

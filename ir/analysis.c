@@ -7,7 +7,8 @@ bool rlx_token_major(const rlx_node_info *n, const rlx_node_info *in0, const boo
     case RLX_OP_WEIGHT:
     case RLX_OP_KV_CACHE:
     case RLX_OP_KV_WRITE:
-    case RLX_OP_LAST_ROW: return false;
+    case RLX_OP_LAST_ROW:
+    case RLX_OP_GATHER_ROWS: return false;
     case RLX_OP_EMBED: return in_tok[1];
     case RLX_OP_ADD:
     case RLX_OP_MUL: return in_tok[0] && in_tok[1];
@@ -35,6 +36,7 @@ rlx_operand rlx_op_operand(rlx_op op, int k) {
     case RLX_OP_MATMUL: return k == 1 ? RLX_OPERAND_MATRIX : RLX_OPERAND_VALUES;
     case RLX_OP_MOE_FFN: return k >= 2 ? RLX_OPERAND_MATRIX : RLX_OPERAND_VALUES;
     case RLX_OP_KV_WRITE: return k == 0 ? RLX_OPERAND_CACHE : RLX_OPERAND_VALUES;
+    case RLX_OP_GATHER_ROWS: return k == 1 ? RLX_OPERAND_IDS : RLX_OPERAND_VALUES;
     default: return RLX_OPERAND_VALUES;
     }
 }

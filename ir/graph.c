@@ -256,6 +256,9 @@ rlx_node rlx_reshape(rlx_graph *g, rlx_node x, rlx_shape shape) {
 }
 
 rlx_node rlx_last_row(rlx_graph *g, rlx_node x) { return add_op(g, RLX_OP_LAST_ROW, 1, (rlx_node[]){x}); }
+rlx_node rlx_gather_rows(rlx_graph *g, rlx_node x, rlx_node idx) {
+    return add_op(g, RLX_OP_GATHER_ROWS, 2, (rlx_node[]){x, idx});
+}
 
 rlx_node rlx_moe_route(rlx_graph *g, rlx_node logits, int32_t top_k, bool norm_topk) {
     rlx_node_info n = node_of(RLX_OP_MOE_ROUTE, 1, (rlx_node[]){logits});

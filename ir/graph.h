@@ -118,6 +118,7 @@ rlx_node rlx_softmax(rlx_graph *g, rlx_node x);
 rlx_node rlx_argmax(rlx_graph *g, rlx_node x);
 rlx_node rlx_reshape(rlx_graph *g, rlx_node x, rlx_shape shape);
 rlx_node rlx_last_row(rlx_graph *g, rlx_node x);
+rlx_node rlx_gather_rows(rlx_graph *g, rlx_node x, rlx_node idx);
 rlx_node rlx_moe_route(rlx_graph *g, rlx_node logits, int32_t top_k, bool norm_topk);
 rlx_node rlx_moe_ffn(rlx_graph *g, rlx_node x, rlx_node route, rlx_node gate, rlx_node up, rlx_node down);
 

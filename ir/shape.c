@@ -358,6 +358,24 @@ static bool shape_last_row(const rlx_graph *g, rlx_node_info *n, rlx_shape_error
     return true;
 }
 
+static bool shape_gather(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *x = input(g, n, 0), *idx = input(g, n, 1);
+    bool ok = true;
+    if (x->dtype != RLX_DTYPE_F32) {
+        rlx_shape_error(e, "x is %s, expected F32", rlx_dtype_name(x->dtype));
+        ok = false;
+    }
+    if (idx->dtype != RLX_DTYPE_I32 || idx->shape.rank != 1) {
+        rlx_shape_error(e, "idx is %s%s, expected I32 of rank 1", rlx_dtype_name(idx->dtype), SHAPE_STR(idx->shape));
+        ok = false;
+    }
+    if (!ok) return false;
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    n->shape.dim[0] = idx->shape.dim[0];
+    return true;
+}
+
 static bool shape_moe_ffn(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *route = input(g, n, 1);
     const rlx_node_info *gate = input(g, n, 2), *up = input(g, n, 3), *down = input(g, n, 4);

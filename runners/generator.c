@@ -323,12 +323,14 @@ rlx_status rlx_generator_create(const rlx_model *model, const rlx_family_ops *fa
     *g = (rlx_generator){.model = model, .family = family, .backend = backend, .opts = *opts,
                          .n_vocab = (int32_t)c->n_vocab};
     /* the naive path keeps no K/V at all */
-    rlx_kv_spec kv = {
+    /* the naive path keeps no K/V at all; one sequence whose page k is pool page k */
+    rlx_state_spec kv = {
         .n_layer = opts->no_kv_cache ? 0 : (int32_t)c->n_layer,
-        .n_ctx = opts->n_ctx,
         .n_head_kv = (int32_t)c->n_head_kv,
         .head_dim = (int32_t)c->head_dim,
         .head_dim_v = (int32_t)c->head_dim_v,
+        .page_size = 1,
+        .n_pages = opts->n_ctx,
     };
     /* the session first: the backend refuses a context too large for its memory before the token
      * buffers below take their share of it */

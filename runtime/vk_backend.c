@@ -87,19 +87,18 @@ static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx
     return NULL;
 }
 
-static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_kv_spec *kv) {
+static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_spec *kv) {
     s->kv = *kv;
+    s->kv.layer_kind = NULL; /* borrowed for the call only */
     if (kv->n_layer == 0) return NULL;
-    if (kv->n_layer < 0 || kv->n_ctx < 1 || kv->n_head_kv < 1 || kv->head_dim < 1 || kv->head_dim_v < 0)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                          "session: KV cache spec n_layer %d, n_ctx %d, n_head_kv %d, head_dim %d, head_dim_v %d: "
-                          "expected all >= 1 (head_dim_v 0 = head_dim)", kv->n_layer, kv->n_ctx, kv->n_head_kv,
-                          kv->head_dim, kv->head_dim_v);
+    if (kv->kv_dtype != RLX_DTYPE_F32)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: K/V of %s is not built yet (F32 only)",
+                          rlx_dtype_name(kv->kv_dtype));
     if (s->kv.head_dim_v == 0) s->kv.head_dim_v = kv->head_dim;
     s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
     if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
-    uint64_t row = (uint64_t)kv->n_ctx * (uint64_t)kv->n_head_kv * 4;
+    uint64_t row = (uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv * 4;
     uint64_t k_bytes = row * (uint64_t)kv->head_dim, v_bytes = row * (uint64_t)s->kv.head_dim_v;
     for (int32_t l = 0; l < kv->n_layer; l++) {
         RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, k_bytes, "KV cache (K)", &s->k_cache[l]));
@@ -114,21 +113,22 @@ static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_kv_spec
 /* Refuses, before anything is uploaded, weights + KV cache larger than the device memory available
  * (vk_memory.h), so that a context or model too large fails at once with needed vs available bytes
  * instead of part-way through the uploads. */
-static rlx_status check_session_room(const rlx_session *s, const rlx_kv_spec *kv) {
+static rlx_status check_session_room(const rlx_session *s, const rlx_state_spec *kv) {
     uint64_t weights = 0, cache = 0, need;
     for (size_t i = 0; i < s->n_weights; i++) weights += s->weights[i].rows * s->weights[i].row_bytes + 16;
     int32_t dv = kv->head_dim_v ? kv->head_dim_v : kv->head_dim;
-    bool sane = kv->n_layer > 0 && kv->n_ctx > 0 && kv->n_head_kv > 0 && kv->head_dim > 0 && dv > 0;
-    bool overflow = sane && (__builtin_mul_overflow((uint64_t)kv->n_ctx * (uint64_t)kv->n_head_kv,
+    bool sane = kv->n_layer > 0;
+    bool overflow = sane && (__builtin_mul_overflow((uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv,
                                                     ((uint64_t)kv->head_dim + (uint64_t)dv) * 4, &cache) ||
                              __builtin_mul_overflow(cache, (uint64_t)kv->n_layer, &cache));
     overflow = overflow || __builtin_add_overflow(weights, cache, &need);
     char what[256];
     if (sane)
         snprintf(what, sizeof what,
-                 "session: weights (%" PRIu64 " bytes) and a KV cache of %d tokens (%d layers x %d tokens x %d KV "
+                 "session: weights (%" PRIu64 " bytes) and a KV pool of %lld rows (%d layers x %lld rows x %d KV "
                  "heads x (%d + %d) dims x 4 bytes)",
-                 weights, kv->n_ctx, kv->n_layer, kv->n_ctx, kv->n_head_kv, kv->head_dim, dv);
+                 weights, (long long)rlx_state_kv_rows(kv), kv->n_layer, (long long)rlx_state_kv_rows(kv),
+                 kv->n_head_kv, kv->head_dim, dv);
     else
         snprintf(what, sizeof what, "session: weights (%" PRIu64 " bytes)", weights);
     if (overflow)
@@ -137,7 +137,8 @@ static rlx_status check_session_room(const rlx_session *s, const rlx_kv_spec *kv
     return rlx_vk_heap_check_room(s->b->dev_heap, need, what);
 }
 
-static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t n_weights, const rlx_kv_spec *kv) {
+static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t n_weights, const rlx_state_spec *kv) {
+    RLX_TRY(rlx_state_spec_check(kv));
     s->weights = calloc(n_weights ? n_weights : 1, sizeof *s->weights);
     if (!s->weights) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: %zu weights", n_weights);
     for (size_t i = 0; i < n_weights; i++) {
@@ -161,7 +162,7 @@ static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t
 }
 
 static rlx_status session_create(rlx_backend *base, const rlx_weight *weights, size_t n_weights,
-                                 const rlx_kv_spec *kv, rlx_session **out) {
+                                 const rlx_state_spec *kv, rlx_session **out) {
     if ((!weights && n_weights) || !kv || !out)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan session_create: weights, kv and out must not be NULL");
     rlx_session *s = calloc(1, sizeof *s);

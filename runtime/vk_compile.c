@@ -179,16 +179,16 @@ static rlx_status bind_weight(rlx_program *p, rlx_node i) {
 
 static rlx_status bind_cache(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
-    const rlx_kv_spec *kv = &p->s->kv;
+    const rlx_state_spec *kv = &p->s->kv;
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? kv->head_dim_v : kv->head_dim;
-    if (a->layer >= kv->n_layer || sh->dim[0] > kv->n_ctx || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
+    if (a->layer >= kv->n_layer || sh->dim[0] > rlx_state_kv_rows(kv) || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64 ", %" PRId64
-                          "] does not fit the session cache: %d layers of [%d, %d, %d]",
+                          "] does not fit the session cache: %d layers of [%lld, %d, %d]",
                           i, a->layer, a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], kv->n_layer,
-                          kv->n_ctx, kv->n_head_kv, dh);
+                          (long long)rlx_state_kv_rows(kv), kv->n_head_kv, dh);
     n->store = VK_STORE_KV;
     return NULL;
 }
@@ -861,6 +861,7 @@ static void print_profile(const rlx_program *p) {
 
 static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
     RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
+    if (a->rows) return rlx_errorf(RLX_ERR_UNSUPPORTED, "run: rows of several sequences are not built yet");
     for (size_t c = 0; c < p->n_checks; c++) {
         const vk_check *k = &p->checks[c];
         if (p->nodes[k->node].info.op == RLX_OP_KV_WRITE) {

@@ -56,7 +56,7 @@ struct rlx_session {
     rlx_vk_backend *b;            /* borrowed */
     vk_weight *weights;           /* owned, n_weights, sorted by name */
     size_t n_weights;
-    rlx_kv_spec kv;               /* head_dim_v resolved */
+    rlx_state_spec kv;            /* head_dim_v resolved; layer_kind NULL (borrowed at create only) */
     rlx_vk_alloc *k_cache;        /* owned, kv.n_layer each (device heap) */
     rlx_vk_alloc *v_cache;
 };

@@ -861,6 +861,20 @@ static rlx_status lower_LAST_ROW(rlx_program *p, rlx_node i) {
                    RLX_VK_BIT(last_row, OUT), push, sizeof push, stride_groups(row, p->b->wg));
 }
 
+static rlx_status lower_GATHER_ROWS(rlx_program *p, rlx_node i) {
+    const vk_node *x = in(p, i, 0), *n = node(p, i);
+    uint64_t row = (uint64_t)(x->numel / x->info.shape.dim[0]), rows = (uint64_t)n->info.shape.dim[0];
+    vk_range bind[3];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(gather_rows, X)]));
+    bind[RLX_VK_BIND(gather_rows, IDX)] = vk_node_range(p, n->info.in[1]);
+    bind[RLX_VK_BIND(gather_rows, OUT)] = vk_node_range(p, i);
+    uint32_t spec[1] = {p->b->wg};
+    uint32_t push[2] = {(uint32_t)row, (uint32_t)rows};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_gather_rows, spec, bind, 3,
+                   RLX_VK_BIT(gather_rows, X) | RLX_VK_BIT(gather_rows, IDX), RLX_VK_BIT(gather_rows, OUT), push,
+                   sizeof push, stride_groups(row * rows, p->b->wg));
+}
+
 static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     uint64_t rows = (uint64_t)n->info.shape.dim[0], experts = (uint64_t)n->info.shape.dim[1];

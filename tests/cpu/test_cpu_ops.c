@@ -147,7 +147,7 @@ static rlx_node weight_node(rlx_graph *g, const rlx_weight *w) {
 
 typedef struct run_spec {
     const test_weights *tw;
-    rlx_kv_spec kv;
+    rlx_state_spec kv;
     int32_t n_past, n_tokens;
     const void *const *inputs;
     void *const *outputs;
@@ -299,7 +299,7 @@ static void test_WEIGHT(void) {
 
 /* KV_CACHE: what one program writes, another program of the same session reads. */
 static void test_KV_CACHE(void) {
-    rlx_kv_spec kv = {.n_layer = 2, .n_ctx = 6, .n_head_kv = 2, .head_dim = 4, .head_dim_v = 3};
+    rlx_state_spec kv = {.n_layer = 2, .page_size = 1, .n_pages = 6, .n_head_kv = 2, .head_dim = 4, .head_dim_v = 3};
     rlx_session *s = NULL;
     rlx_program *pw = NULL, *pr = NULL;
     T_OK(g_cpu->ops->session_create(g_cpu, NULL, 0, &kv, &s));
@@ -538,7 +538,7 @@ static void test_ROPE(void) {
 
 static void test_KV_WRITE(void) {
     enum { CAP = 8, HKV = 2, DH = 5, N = 4, ROW = HKV * DH };
-    rlx_kv_spec kv = {.n_layer = 2, .n_ctx = 10, .n_head_kv = HKV, .head_dim = 7, .head_dim_v = DH};
+    rlx_state_spec kv = {.n_layer = 2, .page_size = 1, .n_pages = 10, .n_head_kv = HKV, .head_dim = 7, .head_dim_v = DH};
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     T_OK(g_cpu->ops->session_create(g_cpu, NULL, 0, &kv, &s));
@@ -766,6 +766,28 @@ static void test_LAST_ROW(void) {
         char label[64];
         snprintf(label, sizeof label, "LAST_ROW [5,7] at n_tokens %d", nt);
         check_close(label, out, ref, NULL, 7, 0, 0, 0);
+    }
+    free(xi);
+    rlx_graph_destroy(g);
+}
+
+/* Row r of the output is x's row idx[r] while idx[r] < n_tokens, else 0 (ir/ops.def). */
+static void test_GATHER_ROWS(void) {
+    rlx_graph *g = new_graph();
+    rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){5, 7}));
+    rlx_node idx = rlx_input(g, "idx", RLX_DTYPE_I32, rlx_shape_make(1, (int64_t[]){4}));
+    rlx_graph_mark_output(g, rlx_gather_rows(g, rlx_scale(g, x, 1.0f), idx), "rows");
+    float *xi = rand_f32(35, 1.0f), out[28];
+    int32_t ids[4] = {2, -1, 4, 0};
+    for (int32_t nt = 3; nt <= 5; nt += 2) {
+        run_spec r = {.n_tokens = nt, .inputs = (const void *[]){xi, ids}, .outputs = (void *[]){out}};
+        T_OK(run_on(g_cpu, g, &r));
+        double ref[28];
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 7; k++) ref[i * 7 + k] = ids[i] >= 0 && ids[i] < nt ? xi[ids[i] * 7 + k] : 0.0;
+        char label[64];
+        snprintf(label, sizeof label, "GATHER_ROWS [5,7] by {2,-1,4,0} at n_tokens %d", nt);
+        check_close(label, out, ref, NULL, 28, 0, 0, 0);
     }
     free(xi);
     rlx_graph_destroy(g);

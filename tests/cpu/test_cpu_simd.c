@@ -185,7 +185,7 @@ static void run_matmul(int threads, const rlx_weight *w, int64_t m, int64_t k, c
     rlx_node xn = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){17, k}));
     rlx_node wn = rlx_weight_node(g, w->name, w->type, rlx_shape_make(2, (int64_t[]){m, k}));
     rlx_graph_mark_output(g, rlx_matmul(g, xn, wn), "y");
-    rlx_kv_spec kv = {0};
+    rlx_state_spec kv = {0};
     rlx_status st = b->ops->session_create(b, w, 1, &kv, &s);
     if (!st) st = b->ops->compile(s, g, &p);
     if (!st) {

@@ -208,6 +208,19 @@ static void shape_LAST_ROW(void) {
                  "x is BF16, expected F32 or I32");
 }
 
+static void shape_GATHER_ROWS(void) {
+    rlx_node idx = rlx_input(g, "idx", RLX_DTYPE_I32, S1(3));
+    expect_shape("GATHER_ROWS [7, 512] by 3", rlx_gather_rows(g, in_f32("x", S2(7, 512)), idx), RLX_DTYPE_F32,
+                 S2(3, 512));
+    fresh();
+    idx = rlx_input(g, "idx", RLX_DTYPE_I32, S2(3, 2));
+    expect_error("GATHER_ROWS by a matrix", rlx_gather_rows(g, in_f32("x", S2(7, 512)), idx),
+                 "expected I32 of rank 1");
+    fresh();
+    expect_error("GATHER_ROWS by F32 rows", rlx_gather_rows(g, in_f32("x", S2(7, 512)), in_f32("i", S1(3))),
+                 "idx is F32[3], expected I32 of rank 1");
+}
+
 static void shape_MOE_ROUTE(void) {
     expect_shape("MOE_ROUTE [7, 8] top 2", rlx_moe_route(g, in_f32("r", S2(7, 8)), 2, true), RLX_DTYPE_F32, S2(7, 8));
     fresh();

@@ -247,7 +247,7 @@ typedef struct refusing_backend {
 
 static refusing_backend *g_refusing; /* run_chain is given a program, not its backend */
 
-static rlx_status refusing_session_create(rlx_backend *b, const rlx_weight *w, size_t n, const rlx_kv_spec *kv,
+static rlx_status refusing_session_create(rlx_backend *b, const rlx_weight *w, size_t n, const rlx_state_spec *kv,
                                           rlx_session **out) {
     rlx_backend *inner = ((refusing_backend *)(void *)b)->inner;
     return inner->ops->session_create(inner, w, n, kv, out);

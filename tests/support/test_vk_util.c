@@ -207,7 +207,7 @@ void vkt_attention_direct(vkt_graph *t, vkt_rng *r, int64_t n, int64_t h, int64_
 
 void vkt_attention_cached(vkt_graph *t, vkt_rng *r, int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh,
                           int32_t window) {
-    t->kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
+    t->kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = (int32_t)cap, .n_head_kv = (int32_t)hkv, .head_dim = (int32_t)dh};
     rlx_node q = vkt_input_f32(t, r, vkt_shape(3, rows, h, dh), 1.0f);
     rlx_node k = vkt_input_f32(t, r, vkt_shape(3, rows, hkv, dh), 1.0f);
     rlx_node v = vkt_input_f32(t, r, vkt_shape(3, rows, hkv, dh), 1.0f);

@@ -52,7 +52,7 @@ typedef struct vkt_graph {
     size_t nw;
     void *in[VKT_MAX_INPUTS];          /* owned: input k's data, in the order of the graph's inputs */
     int nin;
-    rlx_kv_spec kv;                    /* the KV cache a session for the graph needs */
+    rlx_state_spec kv;                    /* the KV cache a session for the graph needs */
 } vkt_graph;
 
 void vkt_graph_init(vkt_graph *t); /* exits 1 when the graph cannot be created */

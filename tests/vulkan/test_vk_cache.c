@@ -30,7 +30,7 @@ static void run_graph(const rlx_weight *w, size_t nw, const rlx_vk_options *o, r
     rlx_graph *g = NULL;
     rlx_session *s = NULL;
     rlx_program *p = NULL;
-    rlx_kv_spec kv = {.n_layer = 1, .n_ctx = 16, .n_head_kv = 2, .head_dim = 32};
+    rlx_state_spec kv = {.n_layer = 1, .page_size = 1, .n_pages = 16, .n_head_kv = 2, .head_dim = 32};
     T_OK(rlx_graph_create(&g));
     rlx_node ids = rlx_input(g, "ids", RLX_DTYPE_I32, rlx_shape_make(1, (int64_t[]){ROWS}));
     rlx_node x = rlx_embed(g, rlx_weight_node(g, "emb", RLX_DTYPE_Q8_0, rlx_shape_make(2, (int64_t[]){VOCAB, D})), ids);
@@ -47,7 +47,7 @@ static void run_graph(const rlx_weight *w, size_t nw, const rlx_vk_options *o, r
     const void *in[1] = {id_data};
     void *outs[1] = {out->y};
     if (T_OK(b->ops->session_create(b, w, nw, &kv, &s)) && T_OK(b->ops->compile(s, g, &p))) {
-        rlx_run_args args = {0, ROWS, in, outs};
+        rlx_run_args args = {0, ROWS, in, outs, NULL};
         T_OK(b->ops->run(p, &args));
         args.n_past = ROWS; /* again, reading the first run's K/V */
         T_OK(b->ops->run(p, &args));

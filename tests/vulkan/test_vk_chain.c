@@ -49,7 +49,7 @@ typedef struct decoder {
 } decoder;
 
 static bool decoder_open(decoder *d, rlx_backend *b, const rlx_weight *w, size_t nw, bool argmax) {
-    rlx_kv_spec kv = {.n_layer = 1, .n_ctx = N_CTX, .n_head_kv = 2, .head_dim = 32};
+    rlx_state_spec kv = {.n_layer = 1, .page_size = 1, .n_pages = N_CTX, .n_head_kv = 2, .head_dim = 32};
     *d = (decoder){.b = b};
     rlx_graph *g = decode_graph(argmax);
     bool ok = g && T_OK(b->ops->session_create(b, w, nw, &kv, &d->s)) && T_OK(b->ops->compile(d->s, g, &d->p));
@@ -65,7 +65,7 @@ static void decoder_close(decoder *d) {
 static rlx_status step(decoder *d, int32_t n_past, int32_t token, void *out) {
     const void *in[1] = {&token};
     void *outs[1] = {out};
-    rlx_run_args a = {n_past, 1, in, outs};
+    rlx_run_args a = {n_past, 1, in, outs, NULL};
     return d->b->ops->run(d->p, &a);
 }
 
@@ -80,7 +80,7 @@ static void check_chain(rlx_backend *b, const rlx_weight *w, size_t nw) {
     int32_t first = 7;
     const void *in[1] = {&first};
     void *outs[1] = {&last};
-    rlx_run_args a = {0, 1, in, outs};
+    rlx_run_args a = {0, 1, in, outs, NULL};
     ok = ok && T_OK(b->ops->run_chain(chain.p, &a, STEPS, got));
     int32_t diff = -1;
     for (int32_t i = 0; ok && i < STEPS && diff < 0; i++)
@@ -118,7 +118,7 @@ static void check_not_chainable(rlx_backend *b, const rlx_weight *w, size_t nw) 
         int32_t first = 7, got[2];
         const void *in[1] = {&first};
         void *outs[1] = {logits};
-        rlx_run_args a = {0, 1, in, outs};
+        rlx_run_args a = {0, 1, in, outs, NULL};
         T_ERR(b->ops->run_chain(d.p, &a, 2, got), RLX_ERR_UNSUPPORTED, "I32");
         printf("a program with logits out: run_chain refused\n");
     }

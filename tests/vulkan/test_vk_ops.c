@@ -68,7 +68,7 @@ static void close_side(rlx_backend *b, side *sd, int32_t n_out) {
 }
 
 static rlx_status run_side(rlx_backend *b, vkt_graph *t, side *sd, step st) {
-    rlx_run_args a = {st.n_past, st.n_tokens, (const void *const *)t->in, (void *const *)sd->out};
+    rlx_run_args a = {st.n_past, st.n_tokens, (const void *const *)t->in, (void *const *)sd->out, NULL};
     return b->ops->run(sd->p, &a);
 }
 
@@ -186,7 +186,7 @@ static void test_WEIGHT(void) {
 static void test_KV_CACHE(void) {
     vkt_graph t;
     vkt_graph_init(&t);
-    t.kv = (rlx_kv_spec){.n_layer = 2, .n_ctx = 16, .n_head_kv = 2, .head_dim = 4};
+    t.kv = (rlx_state_spec){.n_layer = 2, .page_size = 1, .n_pages = 16, .n_head_kv = 2, .head_dim = 4};
     rlx_node cache = rlx_kv_cache(t.g, 1, true, 12, 2, 4);
     rlx_node w = rlx_kv_write(t.g, cache, vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 2, 4), 1.0f));
     rlx_graph_mark_output(t.g, cache, "cache");
@@ -199,7 +199,7 @@ static void test_KV_CACHE(void) {
 static void test_KV_WRITE(void) {
     vkt_graph t;
     vkt_graph_init(&t);
-    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = 8, .n_head_kv = 3, .head_dim = 5};
+    t.kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = 8, .n_head_kv = 3, .head_dim = 5};
     rlx_node w =
         rlx_kv_write(t.g, rlx_kv_cache(t.g, 0, false, 8, 3, 5), vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 3, 5), 2.0f));
     rlx_graph_mark_output(t.g, w, "cache");
@@ -559,6 +559,17 @@ static void test_LAST_ROW(void) {
     vkt_graph_free(&t);
 }
 
+static void test_GATHER_ROWS(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(3, 5, 3, 7), 1.0f);
+    rlx_node idx = vkt_input_ids(&t, &g_rng, 6, -2, 7); /* some past the valid rows: 0 */
+    rlx_graph_mark_output(t.g, rlx_gather_rows(t.g, rlx_reshape(t.g, x, vkt_shape(2, 5, 21, 0)), idx), "rows");
+    step steps[] = {{0, 3}, {0, 5}, {4, 1}};
+    compare(RLX_OP_GATHER_ROWS, "[5,21] by 6 indices in [-2, 7)", &t, steps, 3, true, TOL_F32);
+    vkt_graph_free(&t);
+}
+
 static void test_MOE_ROUTE(void) {
     struct {
         int64_t n, e;
@@ -696,7 +707,7 @@ static rlx_node kv_qk(vkt_graph *t, const kv_case *c, rlx_node x, int64_t heads)
 static void kv_fusion_case(const kv_case *c, bool warm) {
     vkt_graph t;
     vkt_graph_init(&t);
-    t.kv = (rlx_kv_spec){.n_layer = 1, .n_ctx = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
+    t.kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
                          .head_dim = (int32_t)c->dh, .head_dim_v = (int32_t)c->dv};
     rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, 32, 0), 1.0f);
     rlx_node kcache = rlx_kv_cache(t.g, 0, false, c->cap, c->hkv, c->dh);

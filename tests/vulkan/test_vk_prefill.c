@@ -141,8 +141,8 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
     double worst = 0.0;
     for (int s = 0; ok && s < n_steps; s++) {
         void *outs_v[1] = {ov}, *outs_c[1] = {oc};
-        rlx_run_args av = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_v};
-        rlx_run_args ac = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_c};
+        rlx_run_args av = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_v, NULL};
+        rlx_run_args ac = {steps[s].n_past, steps[s].n_tokens, (const void *const *)t->in, outs_c, NULL};
         if (!T_OK(g_vk->ops->run(pv, &av)) || !T_OK(g_cpu->ops->run(pc, &ac))) break;
         double e = nmse_rows(ov, oc, out, steps[s].n_tokens);
         if (e > worst || isnan(e)) worst = e;
@@ -281,7 +281,7 @@ static void test_f16_range(void) {
             rlx_program *p = NULL;
             float *out = calloc(40 * 48, sizeof *out);
             void *outs[1] = {out};
-            rlx_run_args a = {0, 40, (const void *const *)t.in, outs};
+            rlx_run_args a = {0, 40, (const void *const *)t.in, outs, NULL};
             if (out && T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)) &&
                 T_OK(g_vk->ops->compile(s, t.g, &p)))
                 T_ERR(g_vk->ops->run(p, &a), RLX_ERR_UNSUPPORTED, "RLX_VK_COOPMAT=exact");
