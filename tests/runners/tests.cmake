@@ -71,3 +71,10 @@ rlx_add_test_run(NAME runner_errors_qwen3_q4_k_m PROGRAM test_runner_errors LABE
 # Non-finite logits stop generation with an error naming the step, on every sampling path (a model
 # built by the test; CPU backend here, Vulkan as vk_runner_nonfinite in tests/vulkan/tests.cmake).
 rlx_add_test(NAME test_runner_nonfinite SOURCES test_runner_nonfinite.c ${RLX_TEST_SUPPORT}/gguf_builder.c LABELS unit)
+
+# The paged KV pool's bookkeeping against a simulated pool: targeted cases and random operations.
+# The _collide build masks the prefix hash to 2 bits, so only the token and parent checks keep
+# prefix matches right (its own copy of runners/kv_pages.c; the library's is then never linked in).
+rlx_add_test(NAME test_kv_pages SOURCES test_kv_pages.c LABELS unit)
+rlx_add_test(NAME test_kv_pages_collide SOURCES test_kv_pages.c ${CMAKE_SOURCE_DIR}/runners/kv_pages.c LABELS unit)
+target_compile_definitions(test_kv_pages_collide PRIVATE RLX_KV_PAGES_HASH_MASK=3)
