@@ -1,5 +1,6 @@
-/* The CPU reference backend: sessions (borrowed weights + an f32 KV cache), compile (verify, bind
- * weights and caches, plan buffers: cpu_plan.c) and run (one kernel per node, in node order). */
+/* The CPU reference backend: sessions (borrowed weights + f32 KV pools), compile (verify, bind
+ * weights and caches, plan buffers: cpu_plan.c, rows: cpu_rows.c) and run (check the rows, then one
+ * kernel per node, in node order). */
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -175,6 +176,9 @@ static void program_destroy(rlx_program *p) {
     free(p->data);
     free(p->scratch);
     free(p->op_temp);
+    free(p->row_pos);
+    free(p->row_seq);
+    free(p->ident_pages);
     free(p);
 }
 
@@ -207,12 +211,13 @@ static rlx_status bind_weight(const rlx_session *s, rlx_node i, rlx_cpu_node *n)
     return NULL;
 }
 
+/* dim[0] is the view's logical capacity, which may pass the pool's rows: cpu_rows.c checks its
+ * readers. */
 static rlx_status bind_cache(const rlx_session *s, rlx_node i, rlx_cpu_node *n) {
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? s->kv.head_dim_v : s->kv.head_dim;
-    if (a->layer >= s->kv.n_layer || sh->dim[0] > rlx_state_kv_rows(&s->kv) || sh->dim[1] != s->kv.n_head_kv ||
-        sh->dim[2] != dh)
+    if (a->layer >= s->kv.n_layer || sh->dim[1] != s->kv.n_head_kv || sh->dim[2] != dh)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64
                           ", %" PRId64 "] does not fit the session cache: %d layers of [%lld, %d, %d]", i, a->layer,
                           a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], s->kv.n_layer,
@@ -259,6 +264,7 @@ static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out)
     p->session = s;
     st = copy_graph(s, g, p);
     if (!st) st = rlx_cpu_plan(p, s->backend->n_threads);
+    if (!st) st = rlx_cpu_rows_plan(p);
     if (st) {
         program_destroy(p);
         return st;
@@ -290,10 +296,12 @@ static void bind_storage(rlx_program *p, const rlx_run_args *a) {
 static rlx_status run(rlx_program *p, const rlx_run_args *a) {
     if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
     RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
-    if (a->rows) return rlx_errorf(RLX_ERR_UNSUPPORTED, "run: rows of several sequences are not built yet");
+    rlx_run_rows ident;
+    const rlx_run_rows *rows;
+    RLX_TRY(rlx_cpu_rows_of(p, a, &ident, &rows));
     rlx_cpu_backend *b = p->session->backend;
-    rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .simd = b->simd, .n_past = a->n_past,
-                       .n_tokens = a->n_tokens};
+    rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .simd = b->simd, .n_tokens = a->n_tokens,
+                       .rows = rows, .page_size = p->page_size};
     bind_storage(p, a);
     for (rlx_node i = 0; i < p->n_nodes; i++) RLX_TRY(kernels[p->nodes[i].info.op](&ex, i));
     for (int32_t o = 0; o < p->n_outputs; o++) {
@@ -315,6 +323,7 @@ static void backend_destroy(rlx_backend *base) {
 static const rlx_backend_ops cpu_ops = {
     .session_create = session_create,
     .session_destroy = session_destroy,
+    .copy_pages = rlx_cpu_copy_pages,
     .compile = compile,
     .run = run,
     .program_destroy = program_destroy,

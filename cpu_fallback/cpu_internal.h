@@ -137,6 +137,13 @@ struct rlx_program {
     size_t scratch_floats;
     uint8_t *op_temp;            /* owned: one op's temporaries (MOE_FFN), op_temp_size bytes */
     size_t op_temp_size;
+    /* rows (cpu_rows.c) */
+    int64_t kv_rows;             /* the largest KV_CACHE dim[0] (logical capacity); 0: none */
+    bool kv_writes;              /* the graph has a KV_WRITE */
+    int32_t page_size;           /* the session's (1 without a KV pool) */
+    int32_t *row_pos, *row_seq;  /* owned, static_rows: the single-sequence form's rows */
+    int32_t *ident_pages;        /* owned, ident_cols: page k is pool page k */
+    int32_t ident_cols;
 };
 
 /* One run: what every kernel sees. */
@@ -145,7 +152,11 @@ typedef struct rlx_cpu_exec {
     rlx_thread_pool *pool; /* borrowed from the backend */
     int n_threads;
     const rlx_cpu_simd *simd;
-    int32_t n_past, n_tokens;
+    int32_t n_tokens;
+    /* borrowed: the run's rows, in the general form also when the caller gave the single-sequence
+     * one (n_past), already checked (rlx_backend_check_rows) */
+    const rlx_run_rows *rows;
+    int32_t page_size;
 } rlx_cpu_exec;
 
 static inline const rlx_cpu_node *cpu_node(const rlx_cpu_exec *ex, rlx_node i) { return &ex->p->nodes[i]; }
@@ -159,6 +170,13 @@ static inline int64_t cpu_valid_outer(const rlx_cpu_exec *ex, const rlx_cpu_node
 }
 static inline int64_t cpu_inner(const rlx_cpu_node *n) { return n->numel / n->info.shape.dim[0]; }
 static inline int64_t cpu_last_dim(const rlx_cpu_node *n) { return n->info.shape.dim[n->info.shape.rank - 1]; }
+/* Rows of dim[0] that have a position this run (ROPE, ATTENTION): the valid rows, never past
+ * n_tokens; a node without the token axis may have more rows than the run, and those have none
+ * (the kernels write 0 there). */
+static inline int64_t cpu_positioned_rows(const rlx_cpu_exec *ex, const rlx_cpu_node *n) {
+    int64_t rows = cpu_valid_outer(ex, n);
+    return rows < ex->n_tokens ? rows : ex->n_tokens;
+}
 /* Rows of the last dim to compute this run (a rank-1 node is one row). */
 static inline int64_t cpu_valid_rows(const rlx_cpu_exec *ex, const rlx_cpu_node *n) {
     if (n->info.shape.rank == 1) return 1;
@@ -189,6 +207,14 @@ size_t rlx_cpu_matmul_scratch(int64_t cols);
 
 /* Program planning (cpu_plan.c): token rows, storage, arena and scratch sizes. */
 rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);
+
+/* Rows (cpu_rows.c). rows_plan: what the program's rows may address (kv_rows, kv_writes) and the
+ * single-sequence form's tables; refuses a view longer than the pool that is read as a plain array.
+ * rows_of: checks a run's rows before any kernel and sets *out to them, or to the single-sequence
+ * form written out in *ident (borrowing the program's tables). copy_pages: backend.h. */
+rlx_status rlx_cpu_rows_plan(rlx_program *p);
+rlx_status rlx_cpu_rows_of(rlx_program *p, const rlx_run_args *a, rlx_run_rows *ident, const rlx_run_rows **out);
+rlx_status rlx_cpu_copy_pages(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
 
 typedef rlx_status (*rlx_cpu_kernel)(const rlx_cpu_exec *ex, rlx_node i);
 #define RLX_OP(name, n_in, shape) rlx_status rlx_cpu_op_##name(const rlx_cpu_exec *ex, rlx_node i);
