@@ -208,10 +208,9 @@ static void paged_case(int64_t cap, int32_t n_pages, int32_t window) {
         fill_rand(ki, sizeof ki / sizeof *ki, 1.0f);
         fill_rand(vi, sizeof vi / sizeof *vi, 1.0f);
         for (int32_t r = 0; r < n; r++) {
-            for (int e = 0; e < PA_HKV * PA_DH; e++)
-                kref[((size_t)seq[r] * PA_MAXCAP + (size_t)pos[r]) * PA_HKV * PA_DH + (size_t)e] = ki[r * PA_HKV * PA_DH + e];
-            for (int e = 0; e < PA_HKV * PA_DV; e++)
-                vref[((size_t)seq[r] * PA_MAXCAP + (size_t)pos[r]) * PA_HKV * PA_DV + (size_t)e] = vi[r * PA_HKV * PA_DV + e];
+            size_t at = (size_t)seq[r] * PA_MAXCAP + (size_t)pos[r];
+            for (int e = 0; e < PA_HKV * PA_DH; e++) kref[at * PA_HKV * PA_DH + (size_t)e] = ki[r * PA_HKV * PA_DH + e];
+            for (int e = 0; e < PA_HKV * PA_DV; e++) vref[at * PA_HKV * PA_DV + (size_t)e] = vi[r * PA_HKV * PA_DV + e];
         }
         rlx_run_rows rows = {.pos = pos, .seq = seq, .pages = pages, .n_seqs = PA_SEQS, .page_cols = cols};
         T_OK(run_rows(p, n, &rows, (const void *[]){qi, ki, vi}, (void *[]){o}));
@@ -273,7 +272,8 @@ static void rope_rows_case(rlx_rope_layout layout, int32_t n_rot, double *worst,
             for (int c = 0; c < DH; c++) ref[c] = xh[c];
             for (int i = 0; i < n_rot / 2; i++) {
                 double theta = (double)pos[r] * pow((double)base, -2.0 * i / n_rot);
-                int a = layout == RLX_ROPE_LAYOUT_NEOX ? i : 2 * i, b = a + (layout == RLX_ROPE_LAYOUT_NEOX ? n_rot / 2 : 1);
+                bool neox = layout == RLX_ROPE_LAYOUT_NEOX;
+                int a = neox ? i : 2 * i, b = a + (neox ? n_rot / 2 : 1);
                 ref[a] = xh[a] * cos(theta) - (double)xh[b] * sin(theta);
                 ref[b] = xh[a] * sin(theta) + (double)xh[b] * cos(theta);
             }
@@ -311,7 +311,8 @@ enum { BA_D = 256, BA_H = 4, BA_HKV = 2, BA_DH = 64, BA_E = 4, BA_F = 64, BA_T =
 static rlx_graph *layer_graph(test_weights *tw) {
     rlx_graph *g = new_graph();
     rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, S2(BA_N, BA_D));
-    rlx_node h = rlx_rms_norm(g, x, add_weight(g, tw, "norm1", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){BA_D})), 1e-6f);
+    rlx_shape vec = rlx_shape_make(1, (int64_t[]){BA_D});
+    rlx_node h = rlx_rms_norm(g, x, add_weight(g, tw, "norm1", RLX_DTYPE_F32, vec), 1e-6f);
     rlx_node q = rlx_matmul(g, h, add_weight(g, tw, "wq", RLX_DTYPE_Q4_K, S2(BA_H * BA_DH, BA_D)));
     rlx_node k = rlx_matmul(g, h, add_weight(g, tw, "wk", RLX_DTYPE_Q8_0, S2(BA_HKV * BA_DH, BA_D)));
     rlx_node v = rlx_matmul(g, h, add_weight(g, tw, "wv", RLX_DTYPE_F16, S2(BA_HKV * BA_DH, BA_D)));
@@ -323,8 +324,9 @@ static rlx_graph *layer_graph(test_weights *tw) {
                                rlx_reshape(g, v, S3(BA_N, BA_HKV, BA_DH)));
     rlx_node a = rlx_reshape(g, rlx_attention(g, q, kw, vw, 0.125f, 0), S2(BA_N, BA_H * BA_DH));
     rlx_node x2 = rlx_add(g, x, rlx_matmul(g, a, add_weight(g, tw, "wo", RLX_DTYPE_F32, S2(BA_D, BA_H * BA_DH))));
-    rlx_node h2 = rlx_rms_norm(g, x2, add_weight(g, tw, "norm2", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){BA_D})), 1e-6f);
-    rlx_node route = rlx_moe_route(g, rlx_matmul(g, h2, add_weight(g, tw, "router", RLX_DTYPE_F32, S2(BA_E, BA_D))), 2, true);
+    rlx_node h2 = rlx_rms_norm(g, x2, add_weight(g, tw, "norm2", RLX_DTYPE_F32, vec), 1e-6f);
+    rlx_node logits = rlx_matmul(g, h2, add_weight(g, tw, "router", RLX_DTYPE_F32, S2(BA_E, BA_D)));
+    rlx_node route = rlx_moe_route(g, logits, 2, true);
     rlx_node ffn = rlx_moe_ffn(g, h2, route, add_weight(g, tw, "gate", RLX_DTYPE_Q4_K, S3(BA_E, BA_F, BA_D)),
                                add_weight(g, tw, "up", RLX_DTYPE_Q8_0, S3(BA_E, BA_F, BA_D)),
                                add_weight(g, tw, "down", RLX_DTYPE_Q8_0, S3(BA_E, BA_D, BA_F)));
