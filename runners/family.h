@@ -57,6 +57,15 @@ rlx_status rlx_family_build_prefill(const rlx_family_ops *ops, const rlx_model *
 rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t past_bucket,
                                    rlx_decode_head head, rlx_graph **out);
 
+/* The graph of the run contract (ir/ops.def): `rows` static rows, each of any sequence at any
+ * position, over KV_CACHE views of logical capacity kv_cap (> every row's position). out_rows ==
+ * rows: the head runs on every row ("logits" [rows, V] or "argmax" [rows]); out_rows < rows: on the
+ * rows named by the second INPUT "out_rows" (I32 [out_rows]; ir/ops.def GATHER_ROWS), so a prefill
+ * chunk pays the LM head only for the rows whose logits are wanted. A prefill at any offset, a decode
+ * step of B sequences and a mix of both are this one graph. */
+rlx_status rlx_family_build_rows(const rlx_family_ops *ops, const rlx_model *m, int32_t rows, int32_t kv_cap,
+                                 int32_t out_rows, rlx_decode_head head, rlx_graph **out);
+
 extern const rlx_family_ops rlx_family_qwen3_ops;
 extern const rlx_family_ops rlx_family_qwen3moe_ops;
 extern const rlx_family_ops rlx_family_llama_ops;

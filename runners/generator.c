@@ -322,7 +322,6 @@ rlx_status rlx_generator_create(const rlx_model *model, const rlx_family_ops *fa
     if (!g) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "generator");
     *g = (rlx_generator){.model = model, .family = family, .backend = backend, .opts = *opts,
                          .n_vocab = (int32_t)c->n_vocab};
-    /* the naive path keeps no K/V at all */
     /* the naive path keeps no K/V at all; one sequence whose page k is pool page k */
     rlx_state_spec kv = {
         .n_layer = opts->no_kv_cache ? 0 : (int32_t)c->n_layer,

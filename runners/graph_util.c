@@ -119,12 +119,15 @@ rlx_node rlx_fwd_gated_ffn(rlx_fwd *f, int32_t il, rlx_node h, rlx_node (*act)(r
     return rlx_matmul(g, rlx_mul(g, gate, up), rlx_fwd_layer_weight(f, il, "ffn_down"));
 }
 
-/* embedding -> layers -> [LAST_ROW] -> final norm -> LM head, as every family here does it */
-static void build_body(rlx_fwd *f, bool last_row, rlx_decode_head head, rlx_layer_fn layer) {
+/* embedding -> layers -> [LAST_ROW or GATHER_ROWS] -> final norm -> LM head, as every family here
+ * does it. out_rows > 0 gathers that many rows by the INPUT "out_rows" (made second, after "ids"). */
+static void build_body(rlx_fwd *f, bool last_row, int32_t out_rows, rlx_decode_head head, rlx_layer_fn layer) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
     int64_t rows = f->rows;
     rlx_node ids = rlx_input(g, "ids", RLX_DTYPE_I32, rlx_shape_make(1, &rows));
+    int64_t m = out_rows;
+    rlx_node pick = out_rows > 0 ? rlx_input(g, "out_rows", RLX_DTYPE_I32, rlx_shape_make(1, &m)) : RLX_NO_NODE;
     rlx_node table = rlx_fwd_weight(f, "token_embd.weight");
     rlx_node x = rlx_embed(g, table, ids);
     /* gemma3 multiplies by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding); 1 elsewhere. HF rounds
@@ -133,6 +136,7 @@ static void build_body(rlx_fwd *f, bool last_row, rlx_decode_head head, rlx_laye
     for (uint32_t il = 0; il < c->n_layer && !f->err; il++) x = layer(f, (int32_t)il, x);
     /* Per-row ops from here on, so only the row whose logits are wanted needs them. */
     if (last_row) x = rlx_last_row(g, x);
+    if (pick != RLX_NO_NODE) x = rlx_gather_rows(g, x, pick);
     x = rlx_rms_norm(g, x, rlx_fwd_weight(f, "output_norm.weight"), c->rms_eps);
     /* tied embeddings: the converter writes no output.weight and the head reuses the table */
     rlx_node w_out = rlx_model_weight(f->m, "output.weight") ? rlx_fwd_weight(f, "output.weight") : table;
@@ -144,7 +148,8 @@ static void build_body(rlx_fwd *f, bool last_row, rlx_decode_head head, rlx_laye
 }
 
 static rlx_status build(const rlx_model *m, int32_t batch, int32_t rows, int32_t kv_cap, bool last_row,
-                        rlx_decode_head head, rlx_layer_fn layer, const char *what, rlx_graph **out) {
+                        int32_t out_rows, rlx_decode_head head, rlx_layer_fn layer, const char *what,
+                        rlx_graph **out) {
     const char *fam = rlx_family_name(m->config.family);
     if (batch != 1)
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s %s graph: batch %d is not supported (only batch 1)", fam, what,
@@ -156,7 +161,7 @@ static rlx_status build(const rlx_model *m, int32_t batch, int32_t rows, int32_t
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s model: %u layers (at most %d)", fam, m->config.n_layer, RLX_MAX_LAYERS);
     rlx_fwd f = {.m = m, .c = &m->config, .rows = rows, .kv_cap = kv_cap, .rope_freqs = RLX_NO_NODE};
     RLX_TRY(rlx_graph_create(&f.g));
-    build_body(&f, last_row, head, layer);
+    build_body(&f, last_row, out_rows, head, layer);
     rlx_status st = f.err ? f.err : rlx_graph_verify(f.g);
     if (st) {
         rlx_graph_destroy(f.g);
@@ -175,7 +180,7 @@ rlx_status rlx_family_build_prefill(const rlx_family_ops *ops, const rlx_model *
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "prefill graph kind %d does not exist", (int)kind);
     char what[32];
     snprintf(what, sizeof what, "prefill-%s", rlx_prefill_kind_name(kind));
-    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, RLX_DECODE_LOGITS, ops->layer, what, out);
+    return build(m, batch, seq_bucket, naive ? 0 : seq_bucket, last, 0, RLX_DECODE_LOGITS, ops->layer, what, out);
 }
 
 rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m, int32_t batch, int32_t past_bucket,
@@ -184,6 +189,17 @@ rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: past bucket %d (need >= 1)", (int)past_bucket);
     if (head != RLX_DECODE_LOGITS && head != RLX_DECODE_ARGMAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode graph: head %d does not exist", (int)head);
-    return build(m, batch, 1, past_bucket, false, head, ops->layer, head == RLX_DECODE_ARGMAX ? "decode-argmax" : "decode",
-                 out);
+    return build(m, batch, 1, past_bucket, false, 0, head, ops->layer,
+                 head == RLX_DECODE_ARGMAX ? "decode-argmax" : "decode", out);
+}
+
+rlx_status rlx_family_build_rows(const rlx_family_ops *ops, const rlx_model *m, int32_t rows, int32_t kv_cap,
+                                 int32_t out_rows, rlx_decode_head head, rlx_graph **out) {
+    if (kv_cap < 1 || out_rows < 0 || out_rows > rows)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rows graph: KV capacity %d, %d output rows of %d (need capacity "
+                          ">= 1, 0 <= output rows <= rows)", (int)kv_cap, (int)out_rows, (int)rows);
+    if (head != RLX_DECODE_LOGITS && head != RLX_DECODE_ARGMAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rows graph: head %d does not exist", (int)head);
+    return build(m, 1, rows, kv_cap, false, out_rows == rows ? 0 : out_rows, head, ops->layer,
+                 head == RLX_DECODE_ARGMAX ? "rows-argmax" : "rows", out);
 }

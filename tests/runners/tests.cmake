@@ -78,3 +78,11 @@ rlx_add_test(NAME test_runner_nonfinite SOURCES test_runner_nonfinite.c ${RLX_TE
 rlx_add_test(NAME test_kv_pages SOURCES test_kv_pages.c LABELS unit)
 rlx_add_test(NAME test_kv_pages_collide SOURCES test_kv_pages.c ${CMAKE_SOURCE_DIR}/runners/kv_pages.c LABELS unit)
 target_compile_definitions(test_kv_pages_collide PRIVATE RLX_KV_PAGES_HASH_MASK=3)
+
+# The engine's properties on the CPU (batched == alone, chunked == one-shot, fork, prefix sharing,
+# preemption, truncate): stories260K always; fixture models with sliding windows and experts too.
+rlx_add_test(NAME test_engine SOURCES test_engine.c LABELS unit)
+foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf)
+  get_filename_component(stem ${m} NAME_WE)
+  rlx_add_test_run(NAME engine_${stem} PROGRAM test_engine LABELS parity ARGS models/${m})
+endforeach()

@@ -1,0 +1,107 @@
+/* The engine's state, shared by its files: engine.c (sequences, the public calls), engine_step.c
+ * (the scheduler: admission, batch assembly, preemption, sampling) and engine_programs.c (compiled
+ * programs per bucket). */
+#ifndef RLX_RUNNERS_ENGINE_INTERNAL_H
+#define RLX_RUNNERS_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/backend.h"
+#include "loader/format/model.h"
+#include "rlx/engine.h"
+#include "runners/family.h"
+#include "runners/kv_pages.h"
+#include "runners/sampling.h"
+
+/* Programs kept at once (LRU beyond). The ladder of buckets bounds how many distinct ones a run can
+ * ask for: rows and output rows are powers of two up to max_rows, pages powers of two up to the
+ * context's (ARCHITECTURE.md). */
+#define RLX_ENGINE_PROGRAMS 48
+
+typedef struct eng_program {
+    rlx_program *prog; /* owned; NULL: free slot */
+    int32_t rows, kv_cap, out_rows;
+    rlx_decode_head head;
+    uint64_t last_use;
+} eng_program;
+
+typedef struct eng_seq {
+    bool used;
+    rlx_seq_state state;
+    rlx_finish finish;
+    char *error;            /* owned; FAILED only */
+    rlx_code error_code;
+    rlx_seq_opts opts;
+    rlx_sampler *sampler;   /* owned; NULL when n_new is 0 */
+    int32_t *tokens;        /* owned: appended and generated ids */
+    int32_t n_tokens, cap;
+    int32_t n_gen;          /* generated since the last append */
+    rlx_kv_table table;     /* table.n_tokens: positions whose K/V are computed */
+    bool resident;          /* admitted: may hold pages */
+    int64_t admitted;       /* admission order: the latest is preempted first */
+    int64_t ticket;         /* WAITING: the queue order (earliest admitted first) */
+    int32_t ahead;          /* the next decode-ahead chain's length (doubles up to the runner's) */
+    int32_t logits_from;    /* all_logits: the first position of the rows kept */
+    float *logits;          /* owned: kept logits, logits_cap rows */
+    int32_t logits_rows, logits_cap;
+} eng_seq;
+
+struct rlx_engine {
+    rlx_model *owned_model;       /* owned when opened by path */
+    rlx_backend *owned_backend;   /* owned when opened by path */
+    const rlx_model *model;       /* borrowed (or the owned one) */
+    const rlx_family_ops *family; /* a static table */
+    rlx_backend *backend;         /* borrowed (or the owned one) */
+    rlx_session *session;         /* owned */
+    rlx_kv_pages *pages;          /* owned */
+    rlx_engine_opts opts;         /* resolved: chunk, max_rows, n_ctx set */
+    int32_t n_vocab, page_size, n_pages, decode_ahead;
+    int64_t kv_bytes;
+    eng_seq *seqs;                /* owned, n_seqs slots; ids index it */
+    int32_t n_seqs;
+    int64_t n_admitted;
+    eng_program programs[RLX_ENGINE_PROGRAMS];
+    uint64_t tick;
+    bool no_chain;                /* the backend refused to chain a decode program */
+    /* one step's buffers, sized for max_rows rows */
+    int32_t *ids, *pos, *row_seq, *out_rows, *argmax;
+    int32_t *table;               /* table_cap entries: the step's page tables */
+    int64_t table_cap;
+    int32_t *batch;               /* per row: the engine sequence id */
+    int32_t *table_seq;           /* per table row: the engine sequence id */
+    float *logits;                /* logits_cap rows of n_vocab: one step's output rows */
+    int32_t logits_cap;
+    int64_t n_tickets;
+    int64_t n_steps, n_rows, n_preempted, n_compiles;
+};
+
+/* The sequence of an id, or NULL. */
+eng_seq *rlx_engine_seq_get(const rlx_engine *e, int32_t id);
+/* FAILED with a message; pages released. Takes ownership of st. */
+void rlx_engine_seq_fail(rlx_engine *e, eng_seq *s, rlx_status st);
+/* Appends one token to a sequence's list (growing it). */
+rlx_status rlx_engine_seq_push(eng_seq *s, int32_t token);
+/* Keeps the logits of `rows` rows from src for a sequence. */
+rlx_status rlx_engine_seq_keep_logits(const rlx_engine *e, eng_seq *s, const float *src, int32_t rows, bool append);
+
+/* The program for (rows, kv_cap, out_rows, head): from the cache or compiled. *owned: the caller
+ * destroys it after the run (no_program_cache). */
+rlx_status rlx_engine_program(rlx_engine *e, int32_t rows, int32_t kv_cap, int32_t out_rows, rlx_decode_head head,
+                              rlx_program **out, bool *owned);
+void rlx_engine_programs_clear(rlx_engine *e);
+int32_t rlx_engine_n_programs(const rlx_engine *e);
+
+/* Buckets: the smallest power of two >= n, at most cap (n <= cap); exact when exact_buckets. */
+int32_t rlx_engine_bucket(const rlx_engine *e, int32_t n, int32_t cap);
+
+/* Positions of a sequence whose K/V are computed (its tokens less those still pending). */
+int32_t rlx_engine_seq_n_computed(const rlx_engine *e, int32_t id);
+/* A sequence's failure as a status (NULL unless FAILED). */
+rlx_status rlx_engine_seq_status(const rlx_engine *e, int32_t id);
+
+/* The engine over a loaded model and backend (borrowed; they outlive it): the runner's. */
+rlx_status rlx_engine_create(const rlx_model *model, const rlx_family_ops *family, rlx_backend *backend,
+                             const rlx_engine_opts *opts, int32_t decode_ahead, rlx_engine **out);
+
+#endif

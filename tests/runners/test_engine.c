@@ -1,0 +1,316 @@
+/* The engine's properties on the CPU reference, where they hold bit for bit (ir/ops.def: a row's
+ * result never depends on the batch): batched == alone (sequences joining and leaving mid-run,
+ * prompts chunked and mixed with decode rows), chunked prefill == one-shot, fork and copy-on-write,
+ * prefix sharing, preemption == no preemption, out of pages without preemption, truncate, verify ==
+ * decode steps. Expected values are always the same engine run alone or unchunked: a property.
+ *
+ * Usage: test_engine [MODEL]  (default: the embedded stories260K; a fixture path is relative to the
+ * fixtures root) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlx/engine.h"
+#include "test_util.h"
+
+#define N_PROMPTS 5
+#define N_NEW 12
+#define MAX_TOK 256
+
+static const char *g_model;
+static int32_t g_vocab;
+
+typedef struct prompt {
+    int32_t ids[MAX_TOK];
+    int32_t n;
+} prompt;
+
+static prompt g_prompts[N_PROMPTS];
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 11);
+}
+
+static rlx_engine *open_engine(rlx_engine_opts o) {
+    o.model.backend = "cpu";
+    o.model.n_threads = 2;
+    if (!o.model.n_ctx) o.model.n_ctx = 256;
+    rlx_engine *e = NULL;
+    if (!T_OK(rlx_engine_open(g_model, &o, &e))) exit(t_summary("test_engine"));
+    return e;
+}
+
+static int32_t add_seq(rlx_engine *e, const prompt *p, int32_t n_new, const rlx_sample_opts *so) {
+    rlx_seq_opts o = {.n_new = n_new, .sample = so ? *so : rlx_sample_opts_greedy()};
+    o.sample.ignore_eos = true;
+    int32_t id = -1;
+    T_OK(rlx_engine_seq_create(e, &o, &id));
+    T_OK(rlx_engine_seq_append(e, id, p->ids, p->n));
+    return id;
+}
+
+/* The generated ids of a sequence (after its prompt of n_prompt). */
+static void generated(const rlx_engine *e, int32_t id, int32_t n_prompt, int32_t *out, int32_t *n) {
+    int32_t len;
+    const int32_t *t = rlx_engine_seq_tokens(e, id, &len);
+    *n = len - n_prompt;
+    if (*n > 0) memcpy(out, t + n_prompt, (size_t)*n * sizeof *out);
+}
+
+static void alone_n(int32_t k, const rlx_sample_opts *so, int32_t n_new, int32_t *out, int32_t *n) {
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    int32_t id = add_seq(e, &g_prompts[k], n_new, so);
+    T_OK(rlx_engine_run(e));
+    T_CHECK(rlx_engine_seq_state(e, id) == RLX_SEQ_DONE, "prompt %d alone: state %d", k, rlx_engine_seq_state(e, id));
+    generated(e, id, g_prompts[k].n, out, n);
+    rlx_engine_close(e);
+}
+
+static void alone(int32_t k, const rlx_sample_opts *so, int32_t *out, int32_t *n) {
+    alone_n(k, so, N_NEW, out, n);
+}
+
+static void expect_same(const char *what, int32_t k, const int32_t *a, int32_t na, const int32_t *b, int32_t nb) {
+    bool same = na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
+    int32_t at = 0;
+    while (at < na && at < nb && a[at] == b[at]) at++;
+    T_CHECK(same, "%s: prompt %d: %d ids vs %d alone, first difference at %d", what, k, na, nb, at);
+}
+
+/* Every sequence's ids in a batched run against its ids alone. Sequences 3 and 4 join after a few
+ * steps; chunk 5 cuts the prompts into chunks that share steps with decode rows. */
+static void test_batched_equals_alone(const rlx_sample_opts *so, const char *what) {
+    int32_t ref[N_PROMPTS][N_NEW + 1], n_ref[N_PROMPTS];
+    for (int k = 0; k < N_PROMPTS; k++) alone(k, so, ref[k], &n_ref[k]);
+    rlx_engine_opts o = rlx_engine_opts_default();
+    o.chunk = 5;
+    o.max_rows = 16;
+    rlx_engine *e = open_engine(o);
+    int32_t id[N_PROMPTS];
+    for (int k = 0; k < 3; k++) id[k] = add_seq(e, &g_prompts[k], N_NEW, so);
+    for (int s = 0; s < 3; s++) T_OK(rlx_engine_step(e));
+    for (int k = 3; k < N_PROMPTS; k++) id[k] = add_seq(e, &g_prompts[k], N_NEW, so);
+    T_OK(rlx_engine_run(e));
+    for (int k = 0; k < N_PROMPTS; k++) {
+        int32_t got[N_NEW + 1], n;
+        generated(e, id[k], g_prompts[k].n, got, &n);
+        expect_same(what, k, got, n, ref[k], n_ref[k]);
+    }
+    rlx_engine_stats st = rlx_engine_get_stats(e);
+    printf("  %s: %d sequences, %lld steps, %lld rows, %d programs\n", what, N_PROMPTS, (long long)st.n_steps,
+           (long long)st.n_rows, st.n_programs);
+    rlx_engine_close(e);
+}
+
+/* Logits of every prompt row, prefilled in chunks of 1, 2, 7 and at once: the same bits. */
+static void test_chunked_prefill(void) {
+    const prompt *p = &g_prompts[1];
+    size_t bytes = (size_t)p->n * (size_t)g_vocab * sizeof(float);
+    float *ref = NULL;
+    int32_t chunks[] = {0, 1, 2, 7};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        rlx_engine_opts o = rlx_engine_opts_default();
+        o.chunk = chunks[c];
+        rlx_engine *e = open_engine(o);
+        rlx_seq_opts so = {.all_logits = true};
+        int32_t id, rows = 0;
+        T_OK(rlx_engine_seq_create(e, &so, &id));
+        T_OK(rlx_engine_seq_append(e, id, p->ids, p->n));
+        T_OK(rlx_engine_run(e));
+        const float *lg = rlx_engine_seq_logits(e, id, &rows);
+        T_CHECK(lg && rows == p->n, "chunk %d: %d rows of logits, expected %d", chunks[c], rows, p->n);
+        if (lg && rows == p->n) {
+            if (!ref) {
+                ref = malloc(bytes);
+                memcpy(ref, lg, bytes);
+            } else {
+                T_CHECK(memcmp(ref, lg, bytes) == 0, "chunk %d: logits differ from the one-shot prefill",
+                        chunks[c]);
+            }
+        }
+        rlx_engine_close(e);
+    }
+    printf("  chunked prefill: %d rows in chunks of 1, 2, 7 == one shot, bit for bit\n", p->n);
+    free(ref);
+}
+
+/* A fork shares the prompt's pages (the partial last one too); each branch then continues on its
+ * own: each equals a fresh sequence of its whole token list. */
+static void test_fork(void) {
+    prompt a = g_prompts[0], b = g_prompts[0], ext1 = {.n = 3}, ext2 = {.n = 4};
+    for (int i = 0; i < 4; i++) ext1.ids[i] = ext2.ids[i] = (int32_t)(rnd() % (uint32_t)g_vocab);
+    ext2.ids[0] = (ext1.ids[0] + 1) % g_vocab;
+    memcpy(a.ids + a.n, ext1.ids, 3 * sizeof(int32_t));
+    a.n += 3;
+    memcpy(b.ids + b.n, ext2.ids, 4 * sizeof(int32_t));
+    b.n += 4;
+    int32_t ra[N_NEW + 1], rb[N_NEW + 1], na, nb;
+    prompt saved = g_prompts[N_PROMPTS - 1];
+    g_prompts[N_PROMPTS - 1] = a; /* borrow a slot for alone() */
+    alone(N_PROMPTS - 1, NULL, ra, &na);
+    g_prompts[N_PROMPTS - 1] = b;
+    alone(N_PROMPTS - 1, NULL, rb, &nb);
+    g_prompts[N_PROMPTS - 1] = saved;
+
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    int32_t base = add_seq(e, &g_prompts[0], 0, NULL), fork;
+    T_OK(rlx_engine_run(e));
+    T_OK(rlx_engine_seq_fork(e, base, &fork));
+    rlx_seq_opts go = {.n_new = N_NEW, .sample = rlx_sample_opts_greedy()};
+    go.sample.ignore_eos = true;
+    T_OK(rlx_engine_seq_set_opts(e, base, &go));
+    T_OK(rlx_engine_seq_set_opts(e, fork, &go));
+    T_OK(rlx_engine_seq_append(e, base, ext1.ids, ext1.n));
+    T_OK(rlx_engine_seq_append(e, fork, ext2.ids, ext2.n));
+    T_OK(rlx_engine_run(e));
+    int32_t got[N_NEW + 1], n;
+    generated(e, base, a.n, got, &n);
+    expect_same("fork (original)", 0, got, n, ra, na);
+    generated(e, fork, b.n, got, &n);
+    expect_same("fork (branch)", 0, got, n, rb, nb);
+    rlx_engine_close(e);
+}
+
+/* A second prompt with the first's prefix reuses its full pages; its output is unchanged. */
+static void test_prefix_sharing(void) {
+    prompt p = g_prompts[2];
+    int32_t ref[N_NEW + 1], n_ref;
+    alone(2, NULL, ref, &n_ref);
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    int32_t first = add_seq(e, &p, N_NEW, NULL);
+    T_OK(rlx_engine_run(e));
+    rlx_engine_seq_free(e, first);
+    int32_t second = add_seq(e, &p, N_NEW, NULL);
+    T_OK(rlx_engine_run(e));
+    rlx_engine_stats st = rlx_engine_get_stats(e);
+    T_CHECK(st.prefix_hits >= 16 * ((p.n - 1) / 16) && st.prefix_hits > 0,
+            "prefix cache: %lld tokens hit of a %d-token prompt seen before", (long long)st.prefix_hits, p.n);
+    int32_t got[N_NEW + 1], n;
+    generated(e, second, p.n, got, &n);
+    expect_same("prefix hit", 2, got, n, ref, n_ref);
+    printf("  prefix sharing: %lld of %lld prompt tokens from cached pages\n", (long long)st.prefix_hits,
+           (long long)st.prefix_queries);
+    rlx_engine_close(e);
+}
+
+/* A pool too small for every sequence at once: preemption recomputes and the ids are unchanged;
+ * without preemption the sequences that do not fit fail with a clear error, the rest finish right. */
+static void test_pages_exhausted(bool preempt) {
+    enum { LONG_NEW = 40 };
+    int32_t ref[N_PROMPTS][LONG_NEW + 1], n_ref[N_PROMPTS];
+    for (int k = 0; k < N_PROMPTS; k++) alone_n(k, NULL, LONG_NEW, ref[k], &n_ref[k]);
+    rlx_engine_opts o = rlx_engine_opts_default();
+    o.no_preempt = !preempt;
+    o.chunk = 8;
+    o.model.n_ctx = 96;
+    /* 7 pages of 16, the least that holds one full context; the first two sequences admitted grow
+     * to 3 + 5 pages */
+    rlx_engine *probe = open_engine(o);
+    rlx_engine_stats ps = rlx_engine_get_stats(probe);
+    rlx_engine_close(probe);
+    o.kv_memory = ps.kv_bytes / ps.n_pages * 7;
+    rlx_engine *e = open_engine(o);
+    int32_t id[N_PROMPTS];
+    for (int k = 0; k < N_PROMPTS; k++) id[k] = add_seq(e, &g_prompts[k], LONG_NEW, NULL);
+    T_OK(rlx_engine_run(e));
+    int failed = 0;
+    for (int k = 0; k < N_PROMPTS; k++) {
+        if (rlx_engine_seq_state(e, id[k]) == RLX_SEQ_FAILED) {
+            failed++;
+            const char *msg = rlx_engine_seq_error(e, id[k]);
+            T_CHECK(msg && strstr(msg, "KV pages"), "prompt %d failed with '%s'", k, msg ? msg : "(none)");
+            continue;
+        }
+        int32_t got[LONG_NEW + 1], n;
+        generated(e, id[k], g_prompts[k].n, got, &n);
+        expect_same(preempt ? "preemption" : "out of pages", k, got, n, ref[k], n_ref[k]);
+    }
+    rlx_engine_stats st = rlx_engine_get_stats(e);
+    if (preempt) {
+        T_CHECK(failed == 0 && st.n_preempted > 0, "preemption: %d failed, %lld preempted (expected 0 and > 0)",
+                failed, (long long)st.n_preempted);
+    } else {
+        T_CHECK(failed > 0 && failed < N_PROMPTS && st.n_preempted == 0,
+                "no preemption: %d of %d failed, %lld preempted", failed, N_PROMPTS, (long long)st.n_preempted);
+    }
+    printf("  %d pages: %s: %lld preempted, %d failed, the rest == alone\n", st.n_pages,
+           preempt ? "preemption" : "no preemption", (long long)st.n_preempted, failed);
+    rlx_engine_close(e);
+}
+
+/* Truncating back into the prompt and appending again == a fresh sequence of the same tokens. */
+static void test_truncate(void) {
+    prompt p = g_prompts[3];
+    int32_t ref[N_NEW + 1], n_ref;
+    alone(3, NULL, ref, &n_ref);
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    prompt other = g_prompts[4];
+    int32_t id = add_seq(e, &other, N_NEW, NULL);
+    T_OK(rlx_engine_run(e));
+    int32_t keep = 0;
+    while (keep < p.n && keep < other.n && p.ids[keep] == other.ids[keep]) keep++;
+    T_OK(rlx_engine_seq_truncate(e, id, keep));
+    rlx_seq_opts go = {.n_new = N_NEW, .sample = rlx_sample_opts_greedy()};
+    go.sample.ignore_eos = true;
+    T_OK(rlx_engine_seq_set_opts(e, id, &go));
+    T_OK(rlx_engine_seq_append(e, id, p.ids + keep, p.n - keep));
+    T_OK(rlx_engine_run(e));
+    int32_t got[N_NEW + 1], n;
+    generated(e, id, p.n, got, &n);
+    expect_same("truncate", 3, got, n, ref, n_ref);
+    rlx_engine_close(e);
+}
+
+static void test_bad_calls(void) {
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    int32_t id;
+    T_OK(rlx_engine_seq_create(e, NULL, &id));
+    int32_t bad = g_vocab;
+    T_ERR(rlx_engine_seq_append(e, id, &bad, 1), RLX_ERR_INVALID_ARGUMENT, "outside the vocabulary");
+    T_ERR(rlx_engine_seq_append(e, id, NULL, 0), RLX_ERR_INVALID_ARGUMENT, "expected >= 1");
+    T_ERR(rlx_engine_seq_append(e, 999, g_prompts[0].ids, 1), RLX_ERR_INVALID_ARGUMENT, "no sequence 999");
+    T_ERR(rlx_engine_seq_truncate(e, id, 5), RLX_ERR_INVALID_ARGUMENT, "5 tokens of 0");
+    rlx_seq_opts o = {.n_new = 300};
+    T_OK(rlx_engine_seq_set_opts(e, id, &o));
+    T_ERR(rlx_engine_seq_append(e, id, g_prompts[0].ids, 1), RLX_ERR_INVALID_ARGUMENT, "exceed the context");
+    rlx_seq_opts neg = {.n_new = -1};
+    T_ERR(rlx_engine_seq_set_opts(e, id, &neg), RLX_ERR_INVALID_ARGUMENT, "n_new -1");
+    rlx_engine_opts bo = rlx_engine_opts_default();
+    bo.model.backend = "cpu";
+    bo.model.n_ctx = 256;
+    bo.kv_memory = 1000;
+    rlx_engine *small = NULL;
+    T_ERR(rlx_engine_open(g_model, &bo, &small), RLX_ERR_INVALID_ARGUMENT, "raise the KV memory");
+    rlx_engine_close(e);
+}
+
+int main(int argc, char **argv) {
+    g_model = argc > 1 ? t_fixture(argv[1]) : t_source_path("models/stories260K.gguf");
+    if (argc > 1) t_require_fixture(argv[1]);
+    rlx_engine *e = open_engine(rlx_engine_opts_default());
+    g_vocab = rlx_engine_vocab_size(e);
+    rlx_engine_close(e);
+    static const int32_t lens[N_PROMPTS] = {7, 40, 37, 19, 3};
+    for (int k = 0; k < N_PROMPTS; k++) {
+        g_prompts[k].n = lens[k];
+        for (int i = 0; i < lens[k]; i++) g_prompts[k].ids[i] = (int32_t)(rnd() % (uint32_t)g_vocab);
+    }
+    /* prompts 3 and 4 share a start, which truncate keeps */
+    memcpy(g_prompts[4].ids, g_prompts[3].ids, 2 * sizeof(int32_t));
+    printf("test_engine on %s\n", g_model);
+    test_batched_equals_alone(NULL, "greedy batched == alone");
+    rlx_sample_opts so = {.temperature = 0.9f, .top_k = 20, .top_p = 0.95f, .seed = 7};
+    test_batched_equals_alone(&so, "sampled batched == alone");
+    test_chunked_prefill();
+    test_fork();
+    test_prefix_sharing();
+    test_truncate();
+    test_pages_exhausted(true);
+    test_pages_exhausted(false);
+    test_bad_calls();
+    return t_summary("test_engine");
+}
