@@ -1,16 +1,21 @@
-/* The public runner API (include/rlx/runner.h) over a model, a backend and a generator.
+/* The public runner API (include/rlx/runner.h): one sequence of the engine (runners/engine*.c).
  *
- * State: the generation state (the KV cache and the tokens it holds) belongs to the generator and
- * is what generate and the speculative primitives use. predict_logits / predict_all_logits run a
- * no-cache prefill graph instead, so they never touch that state and may be interleaved freely
- * with prefill_get_last_logits / decode_get_logits. */
+ * State: the generation state is the runner's engine sequence (its tokens and their K/V pages), which
+ * generate and the speculative primitives use. predict_logits / predict_all_logits run a sequence of
+ * their own, freed after the call, so they never touch that state and may be interleaved freely with
+ * prefill_get_last_logits / decode_get_logits.
+ * The reference path (no_kv_cache) has no cache to page: it keeps the generator's no-cache graphs,
+ * where every step is a full prefill. */
 #include "rlx/runner.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "runners/backend_select.h"
+#include "runners/engine_internal.h"
 #include "runners/family.h"
 #include "runners/generator.h"
+#include "runners/runner_seq.h"
 #include "runners/sampling.h"
 
 /* Default context when the caller gives none: the training context, at most this. */
@@ -19,7 +24,9 @@
 struct rlx_runner {
     rlx_model *model;             /* owned */
     rlx_backend *backend;         /* owned */
-    rlx_generator *gen;           /* owned; borrows model and backend, so it is destroyed first */
+    rlx_generator *gen;           /* owned, the naive path only; borrows model and backend */
+    rlx_engine *eng;              /* owned, every other path; borrows model and backend */
+    int32_t seq;                  /* the generation state: a sequence of eng */
     const rlx_family_ops *family; /* borrowed: a static table */
     float *logits;                /* owned: n_vocab floats, the generate loop's buffer */
     int32_t decode_ahead;         /* greedy steps decoded before their tokens are reported, at most */
@@ -36,13 +43,23 @@ static rlx_status open_parts(rlx_runner *r, const char *path, const rlx_runner_o
     if (st) return rlx_status_annotate(st, "'%s'", path);
     RLX_TRY(rlx_backend_select(o->backend, o->device, o->n_threads, &r->backend));
     uint32_t train = c->n_ctx_train ? c->n_ctx_train : DEFAULT_MAX_CTX;
-    rlx_generator_opts go = {
-        .n_ctx = o->n_ctx ? o->n_ctx : (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX),
-        .no_kv_cache = o->no_kv_cache,
-        .no_buckets = o->no_buckets,
-        .no_prefill_cache = o->no_prefill_cache,
-    };
-    RLX_TRY(rlx_generator_create(r->model, r->family, r->backend, &go, &r->gen));
+    int32_t n_ctx = o->n_ctx ? o->n_ctx : (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX);
+    /* transitional: the Vulkan backend runs rows of several sequences from the next commit on */
+    bool paged = strcmp(r->backend->name, "cpu") == 0;
+    if (o->no_kv_cache || !paged) {
+        rlx_generator_opts go = {.n_ctx = n_ctx, .no_kv_cache = o->no_kv_cache, .no_buckets = o->no_buckets,
+                                 .no_prefill_cache = o->no_prefill_cache};
+        RLX_TRY(rlx_generator_create(r->model, r->family, r->backend, &go, &r->gen));
+    } else {
+        /* one sequence and a stateless one beside it (predict); a prompt runs as one chunk, as long
+         * as the context */
+        rlx_engine_opts eo = {.model = *o, .max_parallel = 2, .no_prefix_cache = true,
+                              .exact_buckets = o->no_buckets, .no_program_cache = o->no_prefill_cache};
+        eo.model.n_ctx = n_ctx;
+        eo.chunk = eo.max_rows = n_ctx;
+        RLX_TRY(rlx_engine_create(r->model, r->family, r->backend, &eo, r->decode_ahead, &r->eng));
+        RLX_TRY(rlx_engine_seq_create(r->eng, NULL, &r->seq));
+    }
     r->logits = malloc((size_t)n_vocab(r) * sizeof *r->logits);
     if (!r->logits) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "logits buffer of %d floats", (int)n_vocab(r));
     return NULL;
@@ -72,6 +89,7 @@ rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_ru
 void rlx_runner_close(rlx_runner *r) {
     if (!r) return;
     rlx_generator_destroy(r->gen);
+    rlx_engine_close(r->eng);
     rlx_backend_destroy(r->backend);
     rlx_model_close(r->model);
     free(r->logits);
@@ -87,7 +105,7 @@ int32_t rlx_runner_vocab_size(const rlx_runner *r) {
 }
 
 int32_t rlx_runner_n_ctx(const rlx_runner *r) {
-    return rlx_generator_n_ctx(r->gen);
+    return r->eng ? rlx_engine_n_ctx(r->eng) : rlx_generator_n_ctx(r->gen);
 }
 
 int32_t rlx_runner_decode_ahead(const rlx_runner *r) { return r->decode_ahead; }
@@ -131,12 +149,14 @@ static rlx_status check_out(const void *p, const char *what) {
 rlx_status rlx_runner_predict_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
     RLX_TRY(check_out(logits_out, "predict_logits: logits_out"));
     RLX_TRY(check_ids(r, ids, n, "prompt"));
+    if (r->eng) return rlx_runner_seq_predict(r->eng, ids, n, false, logits_out);
     return rlx_generator_logits(r->gen, ids, n, false, logits_out);
 }
 
 rlx_status rlx_runner_predict_all_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
     RLX_TRY(check_out(logits_out, "predict_all_logits: logits_out"));
     RLX_TRY(check_ids(r, ids, n, "prompt"));
+    if (r->eng) return rlx_runner_seq_predict(r->eng, ids, n, true, logits_out);
     return rlx_generator_logits(r->gen, ids, n, true, logits_out);
 }
 
@@ -240,6 +260,11 @@ static rlx_status generate(rlx_runner *r, const int32_t *ids, int32_t n, int32_t
     if (n_out) *n_out = 0;
     RLX_TRY(check_generate(r, ids, n, n_new));
     rlx_sample_opts so = sample ? *sample : rlx_sample_opts_greedy();
+    if (r->eng) {
+        rlx_runner_gen g = {.ids = ids, .n = n, .n_new = n_new, .reuse = reuse, .sample = so, .on_token = on_token,
+                            .user = user, .out_ids = out_ids, .n_out = n_out};
+        return rlx_runner_seq_generate(r->eng, &r->seq, &g);
+    }
     rlx_sampler *s;
     RLX_TRY(rlx_sampler_create(&so, n_vocab(r), &s));
     gen_call c = {.n_new = n_new, .stop_at_eos = !so.ignore_eos && rlx_runner_eos_id(r) >= 0, .on_token = on_token,
@@ -265,15 +290,37 @@ rlx_status rlx_runner_generate_incremental(rlx_runner *r, const int32_t *ids, in
 rlx_status rlx_runner_prefill_get_last_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
     RLX_TRY(check_out(logits_out, "prefill_get_last_logits: logits_out"));
     RLX_TRY(check_ids(r, ids, n, "prompt"));
+    if (r->eng) return rlx_runner_seq_prefill(r->eng, &r->seq, ids, n, logits_out);
     return rlx_generator_prefill(r->gen, ids, n, logits_out);
 }
 
 rlx_status rlx_runner_decode_get_logits(rlx_runner *r, int32_t token, float *logits_out) {
     RLX_TRY(check_out(logits_out, "decode_get_logits: logits_out"));
-    RLX_TRY(check_token(r, token, "decode", rlx_generator_n_past(r->gen)));
+    RLX_TRY(check_token(r, token, "decode", rlx_runner_n_past(r)));
+    if (r->eng) return rlx_runner_seq_decode(r->eng, &r->seq, token, logits_out);
     return rlx_generator_decode(r->gen, token, logits_out);
 }
 
+rlx_status rlx_runner_verify(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out) {
+    RLX_TRY(check_out(logits_out, "verify: logits_out"));
+    RLX_TRY(check_ids(r, ids, n, "draft"));
+    if (r->eng) return rlx_runner_seq_verify(r->eng, &r->seq, ids, n, logits_out);
+    /* the naive path: one decode step per draft token, each row's logits kept */
+    for (int32_t i = 0; i < n; i++)
+        RLX_TRY(rlx_generator_decode(r->gen, ids[i], logits_out + (size_t)i * (size_t)n_vocab(r)));
+    return NULL;
+}
+
 int32_t rlx_runner_n_past(const rlx_runner *r) {
-    return rlx_generator_n_past(r->gen);
+    return r->eng ? rlx_engine_seq_n_computed(r->eng, r->seq) : rlx_generator_n_past(r->gen);
+}
+
+rlx_status rlx_runner_truncate(rlx_runner *r, int32_t n) {
+    int32_t held = rlx_runner_n_past(r);
+    if (n < 0 || n > held)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "truncate: %d tokens of the %d the state holds", (int)n,
+                          (int)held);
+    if (r->eng) return rlx_engine_seq_truncate(r->eng, r->seq, n);
+    rlx_generator_truncate(r->gen, n);
+    return NULL;
 }

@@ -99,6 +99,12 @@ rlx_status rlx_runner_generate_incremental(rlx_runner *r, const int32_t *ids, in
  * token and returns its logits. */
 rlx_status rlx_runner_prefill_get_last_logits(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
 rlx_status rlx_runner_decode_get_logits(rlx_runner *r, int32_t token, float *logits_out);
+/* Speculative verification: appends ids[0..n) after the state's tokens in one offset pass (not n
+ * decode steps) and writes the logits of every one (n * vocab_size floats, row-major). Rejected
+ * draft tokens are then dropped with rlx_runner_truncate. */
+rlx_status rlx_runner_verify(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
+/* Keeps the first n tokens of the state (n <= rlx_runner_n_past): free for attention-only models. */
+rlx_status rlx_runner_truncate(rlx_runner *r, int32_t n);
 /* Tokens currently held by the generation state. */
 int32_t rlx_runner_n_past(const rlx_runner *r);
 

@@ -4,8 +4,8 @@
  * sanitized build: ASan aborts on an allocation it cannot serve, so reaching the allocation would
  * crash this test there.
  *
- * Expected bytes: the issue's formula, KV bytes = 2 * n_layer * n_ctx * n_head_kv * head_dim * 4
- * (f32 K and V), with stories260K's shape from the fixtures README: 5 layers, dim 64, 8 heads and
+ * Expected bytes: the issue's formula, KV bytes = 2 * n_layer * rows * n_head_kv * head_dim * 4
+ * (f32 K and V) over the pool's rows (the context in pages of 16, plus one page), with stories260K's shape from the fixtures README: 5 layers, dim 64, 8 heads and
  * 4 KV heads, so head_dim 8.
  *
  * Usage: test_resource_limits RLX_BINARY */
@@ -32,7 +32,7 @@ static void refused_by_runner(const char *model, int32_t n_ctx) {
     rlx_runner_opts o = cpu_opts(n_ctx);
     rlx_runner *r = NULL;
     char needed[64];
-    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", t_stories_kv_bytes((uint64_t)n_ctx));
+    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", t_stories_kv_bytes(t_stories_pool_rows((uint64_t)n_ctx)));
     rlx_status s = rlx_runner_open(model, &o, &r);
     printf("n_ctx %d: expected a refusal '%s ... available'; got: %s\n", (int)n_ctx, needed,
            s ? rlx_status_message(s) : "(opened)");

@@ -9,6 +9,10 @@
 #define STORIES_KV_HEADS 4
 #define STORIES_HEAD_DIM 8
 
+uint64_t t_stories_pool_rows(uint64_t n_ctx) {
+    return 16 * ((n_ctx + 15) / 16 + 1);
+}
+
 uint64_t t_stories_kv_bytes(uint64_t n_ctx) {
     return 2 * STORIES_LAYERS * n_ctx * STORIES_KV_HEADS * STORIES_HEAD_DIM * 4;
 }
