@@ -4,8 +4,13 @@
  * prefix sharing, preemption == no preemption, out of pages without preemption, truncate, verify ==
  * decode steps. Expected values are always the same engine run alone or unchunked: a property.
  *
- * Usage: test_engine [MODEL]  (default: the embedded stories260K; a fixture path is relative to the
- * fixtures root) */
+ * On Vulkan (--vulkan) with --deterministic the same properties hold bit for bit; in the default
+ * mode within the fixtures' tolerance (README: f16 / mixed compute max|Δlogit| <= 3e-2), and greedy
+ * ids match up to the first step whose margin (top1 - top2 logit, alone) is below twice that.
+ *
+ * Usage: test_engine [--vulkan] [--deterministic] [MODEL]  (default: the embedded stories260K; a
+ * fixture path is relative to the fixtures root) */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +22,16 @@
 #define N_NEW 12
 #define MAX_TOK 256
 
+#define LOGIT_TOL 3e-2f
+#define NEAR_TIE (2 * LOGIT_TOL)
+
 static const char *g_model;
 static int32_t g_vocab;
+static const char *g_backend = "cpu";
+static bool g_det;   /* --deterministic */
+static bool g_exact; /* bit for bit: the CPU, or Vulkan deterministic */
+/* Margins of the alone runs of each prompt slot, per step, for the near-tie rule. */
+static float g_margin[N_PROMPTS][64];
 
 typedef struct prompt {
     int32_t ids[MAX_TOK];
@@ -36,8 +49,9 @@ static uint32_t rnd(void) {
 }
 
 static rlx_engine *open_engine(rlx_engine_opts o) {
-    o.model.backend = "cpu";
+    o.model.backend = g_backend;
     o.model.n_threads = 2;
+    o.deterministic = g_det;
     if (!o.model.n_ctx) o.model.n_ctx = 256;
     rlx_engine *e = NULL;
     if (!T_OK(rlx_engine_open(g_model, &o, &e))) exit(t_summary("test_engine"));
@@ -61,9 +75,42 @@ static void generated(const rlx_engine *e, int32_t id, int32_t n_prompt, int32_t
     if (*n > 0) memcpy(out, t + n_prompt, (size_t)*n * sizeof *out);
 }
 
+typedef struct margin_rec {
+    rlx_engine *e;
+    int32_t id, n;
+    float *m;
+} margin_rec;
+
+/* top1 - top2 of the logits the token was picked from (kept: keep_logits) */
+static bool record_margin(int32_t token, void *user) {
+    (void)token;
+    margin_rec *m = user;
+    int32_t rows = 0;
+    const float *lg = rlx_engine_seq_logits(m->e, m->id, &rows);
+    float a = -INFINITY, b = -INFINITY;
+    for (int32_t i = 0; lg && i < g_vocab; i++) {
+        if (lg[i] > a) {
+            b = a;
+            a = lg[i];
+        } else if (lg[i] > b) {
+            b = lg[i];
+        }
+    }
+    if (m->n < 64) m->m[m->n++] = a - b;
+    return true;
+}
+
+/* A prompt alone: its ids, and in g_margin the margin of each step. */
 static void alone_n(int32_t k, const rlx_sample_opts *so, int32_t n_new, int32_t *out, int32_t *n) {
     rlx_engine *e = open_engine(rlx_engine_opts_default());
-    int32_t id = add_seq(e, &g_prompts[k], n_new, so);
+    margin_rec rec = {.e = e, .m = g_margin[k]};
+    rlx_seq_opts o = {.n_new = n_new, .sample = so ? *so : rlx_sample_opts_greedy(), .keep_logits = true,
+                      .on_token = record_margin, .user = &rec};
+    o.sample.ignore_eos = true;
+    int32_t id = -1;
+    T_OK(rlx_engine_seq_create(e, &o, &id));
+    rec.id = id;
+    T_OK(rlx_engine_seq_append(e, id, g_prompts[k].ids, g_prompts[k].n));
     T_OK(rlx_engine_run(e));
     T_CHECK(rlx_engine_seq_state(e, id) == RLX_SEQ_DONE, "prompt %d alone: state %d", k, rlx_engine_seq_state(e, id));
     generated(e, id, g_prompts[k].n, out, n);
@@ -74,11 +121,20 @@ static void alone(int32_t k, const rlx_sample_opts *so, int32_t *out, int32_t *n
     alone_n(k, so, N_NEW, out, n);
 }
 
+/* a (batched) against b (alone, whose margins are in g_margin): equal, or, where not bit for bit,
+ * equal up to a near-tie of the alone run. */
 static void expect_same(const char *what, int32_t k, const int32_t *a, int32_t na, const int32_t *b, int32_t nb) {
+    const float *margin = g_margin[k];
     bool same = na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
     int32_t at = 0;
     while (at < na && at < nb && a[at] == b[at]) at++;
-    T_CHECK(same, "%s: prompt %d: %d ids vs %d alone, first difference at %d", what, k, na, nb, at);
+    if (!same && !g_exact && at < nb && at < 64 && margin[at] < NEAR_TIE) {
+        printf("  %s: prompt %d diverges at step %d, a near-tie alone (margin %.3g < %.3g)\n", what, k, at,
+               margin[at], NEAR_TIE);
+        return;
+    }
+    T_CHECK(same, "%s: prompt %d: %d ids vs %d alone, first difference at %d (margin there %.3g)", what, k, na, nb,
+            at, at < 64 ? margin[at] : 0.0);
 }
 
 /* Every sequence's ids in a batched run against its ids alone. Sequences 3 and 4 join after a few
@@ -127,14 +183,21 @@ static void test_chunked_prefill(void) {
             if (!ref) {
                 ref = malloc(bytes);
                 memcpy(ref, lg, bytes);
-            } else {
+            } else if (g_exact) {
                 T_CHECK(memcmp(ref, lg, bytes) == 0, "chunk %d: logits differ from the one-shot prefill",
                         chunks[c]);
+            } else {
+                float worst = 0.0f;
+                for (size_t i = 0; i < bytes / sizeof(float); i++)
+                    worst = fabsf(lg[i] - ref[i]) > worst ? fabsf(lg[i] - ref[i]) : worst;
+                T_CHECK(worst <= LOGIT_TOL, "chunk %d: max|Δlogit| %.3g against the one-shot prefill > %.3g",
+                        chunks[c], worst, LOGIT_TOL);
             }
         }
         rlx_engine_close(e);
     }
-    printf("  chunked prefill: %d rows in chunks of 1, 2, 7 == one shot, bit for bit\n", p->n);
+    printf("  chunked prefill: %d rows in chunks of 1, 2, 7 == one shot%s\n", p->n,
+           g_exact ? ", bit for bit" : ", within the tolerance");
     free(ref);
 }
 
@@ -149,12 +212,13 @@ static void test_fork(void) {
     memcpy(b.ids + b.n, ext2.ids, 4 * sizeof(int32_t));
     b.n += 4;
     int32_t ra[N_NEW + 1], rb[N_NEW + 1], na, nb;
-    prompt saved = g_prompts[N_PROMPTS - 1];
-    g_prompts[N_PROMPTS - 1] = a; /* borrow a slot for alone() */
-    alone(N_PROMPTS - 1, NULL, ra, &na);
-    g_prompts[N_PROMPTS - 1] = b;
-    alone(N_PROMPTS - 1, NULL, rb, &nb);
-    g_prompts[N_PROMPTS - 1] = saved;
+    prompt saved3 = g_prompts[3], saved4 = g_prompts[4];
+    g_prompts[3] = a; /* borrow two slots for alone() */
+    alone(3, NULL, ra, &na);
+    g_prompts[4] = b;
+    alone(4, NULL, rb, &nb);
+    g_prompts[3] = saved3;
+    g_prompts[4] = saved4;
 
     rlx_engine *e = open_engine(rlx_engine_opts_default());
     int32_t base = add_seq(e, &g_prompts[0], 0, NULL), fork;
@@ -169,9 +233,9 @@ static void test_fork(void) {
     T_OK(rlx_engine_run(e));
     int32_t got[N_NEW + 1], n;
     generated(e, base, a.n, got, &n);
-    expect_same("fork (original)", 0, got, n, ra, na);
+    expect_same("fork (original)", 3, got, n, ra, na);
     generated(e, fork, b.n, got, &n);
-    expect_same("fork (branch)", 0, got, n, rb, nb);
+    expect_same("fork (branch)", 4, got, n, rb, nb);
     rlx_engine_close(e);
 }
 
@@ -289,8 +353,15 @@ static void test_bad_calls(void) {
 }
 
 int main(int argc, char **argv) {
-    g_model = argc > 1 ? t_fixture(argv[1]) : t_source_path("models/stories260K.gguf");
-    if (argc > 1) t_require_fixture(argv[1]);
+    int a = 1;
+    for (; a < argc && argv[a][0] == '-'; a++) {
+        if (!strcmp(argv[a], "--vulkan")) g_backend = "vulkan";
+        else if (!strcmp(argv[a], "--deterministic")) g_det = true;
+        else return fprintf(stderr, "usage: test_engine [--vulkan] [--deterministic] [MODEL]\n"), 2;
+    }
+    g_exact = !strcmp(g_backend, "cpu") || g_det;
+    g_model = a < argc ? t_fixture(argv[a]) : t_source_path("models/stories260K.gguf");
+    if (a < argc) t_require_fixture(argv[a]);
     rlx_engine *e = open_engine(rlx_engine_opts_default());
     g_vocab = rlx_engine_vocab_size(e);
     rlx_engine_close(e);
@@ -301,10 +372,13 @@ int main(int argc, char **argv) {
     }
     /* prompts 3 and 4 share a start, which truncate keeps */
     memcpy(g_prompts[4].ids, g_prompts[3].ids, 2 * sizeof(int32_t));
-    printf("test_engine on %s\n", g_model);
+    printf("test_engine on %s (%s%s)\n", g_model, g_backend, g_det ? ", deterministic" : "");
     test_batched_equals_alone(NULL, "greedy batched == alone");
     rlx_sample_opts so = {.temperature = 0.9f, .top_k = 20, .top_p = 0.95f, .seed = 7};
-    test_batched_equals_alone(&so, "sampled batched == alone");
+    if (g_exact)
+        test_batched_equals_alone(&so, "sampled batched == alone");
+    else
+        printf("  sampled batched == alone: only where bit for bit (a draw has no near-tie rule)\n");
     test_chunked_prefill();
     test_fork();
     test_prefix_sharing();
