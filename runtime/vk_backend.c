@@ -4,6 +4,7 @@
 #include "runtime/vk_backend.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,96 @@ static rlx_status session_create(rlx_backend *base, const rlx_weight *weights, s
     return NULL;
 }
 
+/* ---- copy_pages ---- */
+
+static rlx_status check_pages(const rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n) {
+    if (n < 0 || (n > 0 && (!src || !dst)))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: %d pages with src %p and dst %p", n, (const void *)src,
+                          (const void *)dst);
+    for (int32_t i = 0; i < n; i++)
+        if (src[i] < 0 || src[i] >= s->kv.n_pages || dst[i] < 0 || dst[i] >= s->kv.n_pages || s->kv.n_layer == 0)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: copy %d is page %d -> %d; the pool has %d pages", i,
+                              src[i], dst[i], s->kv.n_layer ? s->kv.n_pages : 0);
+    return NULL;
+}
+
+/* Whether copy i touches a page that an earlier copy since `from` writes, or writes one it reads:
+ * then a barrier keeps them in order. */
+static bool page_hazard(const int32_t *src, const int32_t *dst, int32_t from, int32_t i) {
+    for (int32_t j = from; j < i; j++)
+        if (dst[j] == src[i] || dst[j] == dst[i] || src[j] == dst[i]) return true;
+    return false;
+}
+
+static void transfer_barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src_stage,
+                             VkAccessFlags src_access, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src_access, .dstAccessMask = dst_access};
+    d->vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Page src[i] -> dst[i] of every layer's K and V pool. */
+static void record_page_copies(const rlx_session *s, VkCommandBuffer cb, const int32_t *src, const int32_t *dst,
+                               int32_t n) {
+    rlx_vk_device *d = s->b->dev;
+    VkDeviceSize rows = (VkDeviceSize)s->kv.page_size * (VkDeviceSize)s->kv.n_head_kv * 4;
+    VkDeviceSize k_page = rows * (VkDeviceSize)s->kv.head_dim, v_page = rows * (VkDeviceSize)s->kv.head_dim_v;
+    transfer_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    for (int32_t i = 0, from = 0; i < n; i++) {
+        if (src[i] == dst[i]) continue;
+        if (page_hazard(src, dst, from, i)) {
+            transfer_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+            from = i;
+        }
+        for (int32_t l = 0; l < s->kv.n_layer; l++) {
+            const rlx_vk_alloc *k = &s->k_cache[l], *v = &s->v_cache[l];
+            VkBufferCopy ck = {k->offset + (VkDeviceSize)src[i] * k_page, k->offset + (VkDeviceSize)dst[i] * k_page, k_page};
+            VkBufferCopy cv = {v->offset + (VkDeviceSize)src[i] * v_page, v->offset + (VkDeviceSize)dst[i] * v_page, v_page};
+            d->vk.vkCmdCopyBuffer(cb, k->buffer, k->buffer, 1, &ck);
+            d->vk.vkCmdCopyBuffer(cb, v->buffer, v->buffer, 1, &cv);
+        }
+    }
+    transfer_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+}
+
+/* One submission of every copy, in order (a barrier where a copy depends on an earlier one). */
+static rlx_status copy_pages(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n) {
+    if (!s) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: session is NULL");
+    RLX_TRY(check_pages(s, src, dst, n));
+    if (n == 0) return NULL;
+    rlx_vk_device *d = s->b->dev;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = d->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    pthread_mutex_lock(&d->queue_lock);
+    rlx_status st = rlx_vk_check(d->vk.vkAllocateCommandBuffers(d->dev, &ai, &cb), "allocating a page copy");
+    pthread_mutex_unlock(&d->queue_lock);
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (!st) st = rlx_vk_check(d->vk.vkCreateFence(d->dev, &fi, NULL, &fence), "creating a page copy fence");
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (!st) st = rlx_vk_check(d->vk.vkBeginCommandBuffer(cb, &bi), "beginning a page copy");
+    if (!st) {
+        record_page_copies(s, cb, src, dst, n);
+        st = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending a page copy");
+    }
+    if (!st) st = rlx_vk_submit_wait(d, cb, fence, "copying KV pages");
+    if (fence) d->vk.vkDestroyFence(d->dev, fence, NULL);
+    if (cb) {
+        pthread_mutex_lock(&d->queue_lock);
+        d->vk.vkFreeCommandBuffers(d->dev, d->pool, 1, &cb);
+        pthread_mutex_unlock(&d->queue_lock);
+    }
+    return st;
+}
+
 /* ---- backend ---- */
 
 static rlx_status compile(rlx_session *s, const rlx_graph *g, rlx_program **out) {
@@ -202,6 +293,7 @@ static void backend_destroy(rlx_backend *base) {
 static const rlx_backend_ops vk_ops = {
     .session_create = session_create,
     .session_destroy = session_destroy,
+    .copy_pages = copy_pages,
     .compile = compile,
     .run = run,
     .run_chain = run_chain,

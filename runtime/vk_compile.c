@@ -12,9 +12,17 @@
  *
  * Recording: descriptor sets are allocated and written once per program, and the whole run (input
  * copy, dispatches with the barriers they need, output copy) is recorded once into one command
- * buffer. n_past and n_tokens reach the kernels through a storage buffer (set 0), not push
+ * buffer. The run's rows (n_tokens, each row's position and sequence, the sequences' page tables)
+ * reach the kernels through a storage buffer (set 0, shaders/common.glsl RlxScalars), not push
  * constants: push constants are frozen into a recorded command buffer, and a buffer lets every
- * decode step replay it unchanged. Push constants carry each dispatch's static parameters. */
+ * decode step replay it unchanged. Push constants carry each dispatch's static parameters.
+ *
+ * The rows' buffer: a header of ROWS_HEADER_WORDS words {n_past, n_tokens, ring fill, page shift,
+ * page columns C, static rows R, 0, 0}, then pos[R], seq[R] and pages[R][C]. It is sized for the
+ * worst run: R rows of R distinct sequences, C = ceil(T / page_size) for the largest KV_CACHE T
+ * (positions are below T, so no row reads a later column). load_rows numbers a run's sequences
+ * 0.. in order of first use and copies only their tables; rows == NULL is the identity form
+ * (pos = n_past + r, seq 0, page k = k), so every kernel has one path. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +33,7 @@
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
 
-#define SCALARS_BYTES 16
+#define ROWS_HEADER_WORDS 8 /* shaders/common.glsl RLX_ROWS_HEADER_WORDS */
 #define STATUS_BYTES 16
 /* the ids a chain gathers, one word per step */
 #define RING_BYTES (RLX_RUN_CHAIN_MAX * 4)
@@ -54,12 +62,16 @@ vk_range vk_node_range(const rlx_program *p, rlx_node n) {
         const rlx_vk_alloc *a = &v->weight->parts[0].alloc;
         return (vk_range){a->buffer, a->offset, a->size};
     }
-    case VK_STORE_KV: {
+    case VK_STORE_KV: { /* the whole pool: rows are where the page tables put them */
         const rlx_vk_alloc *a = v->info.attrs.kv_is_v ? &s->v_cache[v->info.attrs.layer] : &s->k_cache[v->info.attrs.layer];
-        return (vk_range){a->buffer, a->offset, v->bytes};
+        return (vk_range){a->buffer, a->offset, a->size};
     }
     default: return (vk_range){0};
     }
+}
+
+bool vk_reads_pool(const rlx_program *p, rlx_node n) {
+    return p->nodes[storage_root(p, n)].store == VK_STORE_KV;
 }
 
 rlx_status vk_f32_range(const rlx_program *p, rlx_node n, vk_range *out) {
@@ -183,13 +195,16 @@ static rlx_status bind_cache(rlx_program *p, rlx_node i) {
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? kv->head_dim_v : kv->head_dim;
-    if (a->layer >= kv->n_layer || sh->dim[0] > rlx_state_kv_rows(kv) || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
+    /* T is a sequence's logical capacity, not the pool's: a run's positions are checked against
+     * both (check_run_args) */
+    if (a->layer >= kv->n_layer || sh->dim[0] > INT32_MAX || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64 ", %" PRId64
-                          "] does not fit the session cache: %d layers of [%lld, %d, %d]",
+                          "] does not fit the session cache: %d layers of [T <= %d, %d, %d]",
                           i, a->layer, a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], kv->n_layer,
-                          (long long)rlx_state_kv_rows(kv), kv->n_head_kv, dh);
+                          INT32_MAX, kv->n_head_kv, dh);
     n->store = VK_STORE_KV;
+    if (sh->dim[0] > p->kv_rows) p->kv_rows = sh->dim[0];
     return NULL;
 }
 
@@ -217,8 +232,8 @@ static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
         case RLX_OP_INPUT: n->store = VK_STORE_INPUT; break;
         case RLX_OP_WEIGHT: RLX_TRY(bind_weight(p, i)); break;
         case RLX_OP_KV_CACHE: RLX_TRY(bind_cache(p, i)); break;
-        case RLX_OP_RESHAPE:
-        case RLX_OP_KV_WRITE: n->store = VK_STORE_ALIAS; break;
+        case RLX_OP_KV_WRITE: p->writes_kv = true; /* fall through */
+        case RLX_OP_RESHAPE: n->store = VK_STORE_ALIAS; break;
         default: n->store = VK_STORE_ARENA; break;
         }
     }
@@ -386,9 +401,26 @@ static bool chainable(const rlx_program *p) {
     return in->info.dtype == RLX_DTYPE_I32 && in->numel == 1 && out->info.dtype == RLX_DTYPE_I32 && out->numel == 1;
 }
 
+/* The rows' buffer (the file's top comment): its size, for R rows of R sequences. */
+static rlx_status plan_rows(rlx_program *p) {
+    uint32_t ps = (uint32_t)(p->s->kv.page_size > 0 ? p->s->kv.page_size : 1);
+    p->page_shift = 0;
+    while ((1u << p->page_shift) < ps) p->page_shift++;
+    p->page_cols = (uint32_t)((p->kv_rows + ps - 1) / ps);
+    uint64_t words;
+    if (__builtin_mul_overflow((uint64_t)p->static_rows, (uint64_t)p->page_cols + 2, &words) ||
+        words + ROWS_HEADER_WORDS > p->b->dev->max_binding / 4)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                          "compile: page tables of %" PRId64 " rows x %u pages (capacity %" PRId64
+                          ", pages of %u rows) exceed one binding on %s",
+                          p->static_rows, p->page_cols, p->kv_rows, ps, p->b->dev->caps->name);
+    p->scalars_bytes = (words + ROWS_HEADER_WORDS) * 4;
+    return NULL;
+}
+
 static void plan_io(rlx_program *p) {
     VkDeviceSize a = storage_align(p);
-    p->status_offset = align_up(SCALARS_BYTES, a);
+    p->status_offset = align_up(p->scalars_bytes, a);
     VkDeviceSize at = p->status_offset + STATUS_BYTES;
     for (int32_t k = 0; k < p->n_inputs; k++) {
         vk_node *n = &p->nodes[p->inputs[k]];
@@ -487,7 +519,7 @@ static rlx_status make_descriptors(rlx_program *p) {
     };
     RLX_VK_TRY(d->vk.vkAllocateDescriptorSets(d->dev, &ai, &p->common), "allocating the common descriptor set");
     VkDescriptorBufferInfo cb[2] = {
-        {p->in_dev.buffer, p->in_dev.offset, SCALARS_BYTES},
+        {p->in_dev.buffer, p->in_dev.offset, p->scalars_bytes},
         {p->in_dev.buffer, p->in_dev.offset + p->status_offset, STATUS_BYTES},
     };
     VkWriteDescriptorSet w = {
@@ -750,6 +782,7 @@ static rlx_status build(rlx_program *p, const rlx_graph *g) {
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (p->nodes[i].live) RLX_TRY(vk_prepare_node(p, i));
     RLX_TRY(plan_arena(p));
+    RLX_TRY(plan_rows(p));
     plan_io(p);
     RLX_TRY(allocate(p));
     RLX_TRY(upload_consts(p));
@@ -804,6 +837,7 @@ void vk_program_destroy(rlx_program *p) {
     free(p->outputs);
     free(p->output_offset);
     free(p->checks);
+    free(p->seq_map);
     free(p->consts_host);
     free(p->init.items);
     free(p->run.items);
@@ -859,13 +893,27 @@ static void print_profile(const rlx_program *p) {
 
 /* ---- run ---- */
 
+/* The single-sequence form reads pool page k for position k (identity): the positions it reaches,
+ * below n_past + n_tokens and below T, must lie in the pool. */
+static rlx_status check_identity_pages(const rlx_program *p, const rlx_run_args *a) {
+    int64_t reach = (int64_t)a->n_past + a->n_tokens, pool = rlx_state_kv_rows(&p->s->kv);
+    if (reach > p->kv_rows) reach = p->kv_rows;
+    if (reach > pool)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "run: positions up to %" PRId64 " (n_past %d + n_tokens %d) reach past the session's KV pool "
+                          "of %" PRId64 " rows",
+                          reach - 1, a->n_past, a->n_tokens, pool);
+    return NULL;
+}
+
 static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
     RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
-    if (a->rows) return rlx_errorf(RLX_ERR_UNSUPPORTED, "run: rows of several sequences are not built yet");
+    rlx_rows_bounds bounds = {p->kv_rows, p->s->kv.page_size, p->s->kv.n_pages, p->writes_kv};
+    RLX_TRY(rlx_backend_check_rows(a, &bounds));
     for (size_t c = 0; c < p->n_checks; c++) {
         const vk_check *k = &p->checks[c];
         if (p->nodes[k->node].info.op == RLX_OP_KV_WRITE) {
-            if ((int64_t)a->n_past + a->n_tokens > k->cap)
+            if (!a->rows && (int64_t)a->n_past + a->n_tokens > k->cap)
                 return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                                   "%%%d KV_WRITE: rows [n_past %d, n_past + n_tokens = %" PRId64
                                   ") exceed the cache capacity %" PRId64,
@@ -879,7 +927,7 @@ static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
                               a->n_tokens - 1, k->cap);
         }
     }
-    return NULL;
+    return !a->rows && p->kv_rows > 0 ? check_identity_pages(p, a) : NULL;
 }
 
 static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
@@ -902,15 +950,58 @@ static rlx_status status_error(const rlx_program *p, const uint32_t *st) {
     return rlx_errorf(RLX_ERR_DEVICE, "run: a kernel reported error %u at node %u (value %u)", st[0], st[1], st[2]);
 }
 
-static void load_inputs(rlx_program *p, const rlx_run_args *a) {
+/* A run's table rows -> device table rows, in order of first use (rows past the checks). */
+static rlx_status map_seqs(rlx_program *p, const rlx_run_rows *r) {
+    if (r->n_seqs > p->seq_map_cap) {
+        int32_t *grown = realloc(p->seq_map, (size_t)r->n_seqs * sizeof *grown);
+        if (!grown) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "run: a table of %d sequences", r->n_seqs);
+        p->seq_map = grown;
+        p->seq_map_cap = r->n_seqs;
+    }
+    for (int32_t s = 0; s < r->n_seqs; s++) p->seq_map[s] = -1;
+    return NULL;
+}
+
+/* The rows' buffer (the file's top comment) from args (checked). */
+static rlx_status load_rows(rlx_program *p, const rlx_run_args *a) {
+    uint32_t *w = p->in_host.mapped, R = (uint32_t)p->static_rows, cols = p->page_cols;
+    uint32_t *pos = w + ROWS_HEADER_WORDS, *seq = pos + R, *pages = seq + R;
+    const rlx_run_rows *r = a->rows;
+    uint32_t header[ROWS_HEADER_WORDS] = {r ? 0u : (uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, p->page_shift, cols, R};
+    memcpy(w, header, sizeof header);
+    if (!r) {
+        for (uint32_t i = 0; i < R; i++) {
+            pos[i] = (uint32_t)a->n_past + i;
+            seq[i] = 0;
+        }
+        for (uint32_t k = 0; k < cols; k++) pages[k] = k;
+        return NULL;
+    }
+    RLX_TRY(map_seqs(p, r));
+    uint32_t used = 0, copy = (uint32_t)r->page_cols < cols ? (uint32_t)r->page_cols : cols;
+    for (int32_t i = 0; i < a->n_tokens; i++) {
+        int32_t s = r->seq[i];
+        if (p->seq_map[s] < 0) {
+            p->seq_map[s] = (int32_t)used;
+            memcpy(pages + (size_t)used * cols, r->pages + (size_t)s * (size_t)r->page_cols, copy * sizeof *pages);
+            used++;
+        }
+        pos[i] = (uint32_t)r->pos[i];
+        seq[i] = (uint32_t)p->seq_map[s];
+    }
+    for (uint32_t i = (uint32_t)a->n_tokens; i < R; i++) pos[i] = seq[i] = 0; /* padding: never written */
+    return NULL;
+}
+
+static rlx_status load_inputs(rlx_program *p, const rlx_run_args *a) {
     uint8_t *in = p->in_host.mapped;
-    uint32_t scalars[4] = {(uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, 0};
-    memcpy(in, scalars, sizeof scalars);
+    RLX_TRY(load_rows(p, a));
     memset(in + p->status_offset, 0, STATUS_BYTES);
     for (int32_t k = 0; k < p->n_inputs; k++) {
         const vk_node *n = &p->nodes[p->inputs[k]];
         memcpy(in + n->input_offset, a->inputs[k], n->bytes);
     }
+    return NULL;
 }
 
 /* Submits cbs, then turns the status words into an error or copies the outputs out. runs: how
@@ -936,8 +1027,26 @@ static rlx_status submit_and_read(rlx_program *p, const VkCommandBuffer *cbs, ui
 rlx_status vk_program_run(rlx_program *p, const rlx_run_args *a) {
     if (!p) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: program is NULL");
     RLX_TRY(check_run_args(p, a));
-    load_inputs(p, a);
+    RLX_TRY(load_inputs(p, a));
     return submit_and_read(p, &p->cb, 1, 1, a);
+}
+
+/* A chain's last run, at row 0's position + k - 1, passes the checks of a run (its page table
+ * covers every position the chain reaches). */
+static rlx_status check_chain_end(const rlx_program *p, const rlx_run_args *first, int32_t k) {
+    int32_t pos0 = first->rows ? first->rows->pos[0] : first->n_past;
+    if ((int64_t)pos0 + k - 1 > INT32_MAX)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: position %d + %d runs overflows", pos0, k);
+    rlx_run_args last = *first;
+    if (!first->rows) {
+        last.n_past += k - 1;
+        return check_run_args(p, &last);
+    }
+    rlx_run_rows rows = *first->rows;
+    int32_t pos_last = pos0 + k - 1; /* a chain runs one row */
+    rows.pos = &pos_last;
+    last.rows = &rows;
+    return check_run_args(p, &last);
 }
 
 rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs) {
@@ -947,12 +1056,8 @@ rlx_status vk_program_run_chain(rlx_program *p, const rlx_run_args *first, int32
     if (k < 1 || k > RLX_RUN_CHAIN_MAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: %d runs is outside [1, %d]", k, RLX_RUN_CHAIN_MAX);
     RLX_TRY(check_run_args(p, first));
-    if ((int64_t)first->n_past + k - 1 > INT32_MAX)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run_chain: n_past %d + %d runs overflows", first->n_past, k);
-    rlx_run_args last = *first;
-    last.n_past += k - 1;
-    RLX_TRY(check_run_args(p, &last));
-    load_inputs(p, first);
+    RLX_TRY(check_chain_end(p, first, k));
+    RLX_TRY(load_inputs(p, first));
     VkCommandBuffer cbs[RLX_RUN_CHAIN_MAX + 2];
     uint32_t n = 0;
     cbs[n++] = p->cb_in;

@@ -163,9 +163,18 @@ struct rlx_program {
     int64_t static_rows;
     vk_check *checks;             /* owned, n_checks */
     size_t n_checks;
+    /* the run's rows (shaders/common.glsl RlxScalars; vk_compile.c load_rows) */
+    int64_t kv_rows;              /* the largest KV_CACHE capacity T (0: the program reads no pool) */
+    bool writes_kv;               /* it has a KV_WRITE */
+    uint32_t page_shift;          /* log2 of the session's page size */
+    uint32_t page_cols;           /* page table columns: ceil(kv_rows / page_size) */
+    VkDeviceSize scalars_bytes;   /* the header, pos[R], seq[R] and R rows of the page table */
+    int32_t *seq_map;             /* owned, seq_map_cap: a run's table row -> its row in the device table */
+    int32_t seq_map_cap;
 
     /* memory: the input region is mirrored host -> device at the start of every run; it holds the
-     * scalars (n_past, n_tokens), the status words and every INPUT */
+     * scalars (n_past, n_tokens, the rows' positions, sequences and page tables), the status words
+     * and every INPUT */
     VkDeviceSize in_size, status_offset, rb_size;
     rlx_vk_alloc in_host, in_dev, rb;
     rlx_vk_alloc arena[VK_MAX_BINS];
@@ -195,6 +204,10 @@ struct rlx_program {
 };
 
 /* ---- vk_compile.c, for the lowering ---- */
+
+/* Whether node n's values are a session pool (a KV_CACHE or a KV_WRITE of one): its rows are
+ * addressed through the run's page tables (shaders/common.glsl rlx_kv_row). */
+bool vk_reads_pool(const rlx_program *p, rlx_node n);
 
 /* The range holding node n's values (its storage root's). */
 vk_range vk_node_range(const rlx_program *p, rlx_node n);

@@ -610,10 +610,11 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, vk_prefill_
     RLX_TRY(vk_f32_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention_prefill, V)]));
     bind[RLX_VK_BIND(attention_prefill, OUT)] = vk_node_range(p, i);
     bool vec = q->info.shape.dim[2] % 4 == 0 && n->info.shape.dim[2] % 4 == 0;
-    uint32_t spec[4] = {[RLX_VK_SPEC_WG] = 256,
+    uint32_t spec[5] = {[RLX_VK_SPEC_WG] = 256,
                         [RLX_VK_SPEC(attention_prefill, D)] = plan.d,
                         [RLX_VK_SPEC(attention_prefill, VEC)] = vec, /* rows of 4-float multiples, read as vec4 */
-                        [RLX_VK_SPEC(attention_prefill, BKV)] = plan.bkv};
+                        [RLX_VK_SPEC(attention_prefill, BKV)] = plan.bkv,
+                        [RLX_VK_SPEC(attention_prefill, PAGED)] = vk_reads_pool(p, n->info.in[1])};
     uint32_t push[9] = {(uint32_t)rows,
                         (uint32_t)heads,
                         (uint32_t)k->info.shape.dim[1],
@@ -734,7 +735,8 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
                          [RLX_VK_SPEC(attention, KB)] = kb ? kb : 1,
                          [RLX_VK_SPEC(attention, EPL)] = epl,
                          [RLX_VK_SPEC(attention, EPV)] = epv,
-                         [RLX_VK_SPEC(attention, DPT)] = (uint32_t)ceil_div(dv, wg)};
+                         [RLX_VK_SPEC(attention, DPT)] = (uint32_t)ceil_div(dv, wg),
+                         [RLX_VK_SPEC(attention, PAGED)] = vk_reads_pool(p, n->info.in[1])};
     uint32_t push[13] = {(uint32_t)rows,
                          (uint32_t)heads,
                          (uint32_t)k->info.shape.dim[1],

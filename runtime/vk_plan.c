@@ -299,8 +299,9 @@ bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan
     if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return false;
     uint64_t bq = vk_attention_prefill_rows(d);
     for (uint32_t bkv = 32; bkv >= 16; bkv /= 2) {
-        /* floats, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors */
-        uint64_t bytes = ((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4;
+        /* words, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors,
+         * the rows' positions, sequences and first-of-sequence flags */
+        uint64_t bytes = ((bq + bkv) * (d + 4) + bkv * (bq + 4) + 4 * bq) * 4;
         if (bytes <= p->b->dev->caps->max_shared) {
             *out = (vk_prefill_plan){d, bkv};
             return true;

@@ -1,7 +1,10 @@
 // ATTENTION (ir/ops.def), built for few query rows (decode), correct for any. One workgroup per
 // (query row i, block of GW query heads of one kv head[, key split s]), so the heads that share a
-// kv head (GQA) read its K and V once. Query i sits at pos = n_past + i and sees keys j in
+// kv head (GQA) read its K and V once. Query i sits at pos = rlx_pos(i) and sees keys j in
 // [lo, pos] (lo from the sliding window), clamped to the T keys bound. Padding rows are 0.
+// PAGED (k and v are the session's pools): key j is the pool row of position j of row i's
+// sequence (common.glsl rlx_page_row: one load of the page table per key, from a small buffer
+// every lane reads alike); else k and v are this run's rows, key j row j, and pos = n_past + i.
 //
 // Flash decoding inside the workgroup: each subgroup walks its own keys, blocks of KB neighbours
 // dealt out in turn, with its own online softmax (running max m, sum l, accumulators acc rescaled
@@ -40,6 +43,11 @@ layout(constant_id = 4) const uint EPL = 4;   // K dims per lane (ceil(dh / smal
 layout(constant_id = 5) const uint EPV = 4;   // V dims per lane
 #endif
 layout(constant_id = 2) const uint SPLIT = 0;
+#ifdef ATTN_STEP
+const uint PAGED = 1u; // the step writes the new key into the pool
+#else
+layout(constant_id = 7) const uint PAGED = 1;
+#endif
 layout(constant_id = 6) const uint DPT = 1;   // output dims per invocation (ceil(dv / WG))
 
 #ifdef ATTN_STEP
@@ -110,12 +118,17 @@ float m[GW], l[GW], acc[GW * EPV]; // this subgroup's online softmax over its ke
 // waits for one memory round trip fewer, in the registers that one block ahead would take anyway.
 float k0[KB * EPL], v0[KB * EPV], k1[KB * EPL], v1[KB * EPV];
 
+uint pages; // PAGED: where the query row's page table starts (rlx_pages_of)
+
+// The row of k and v holding key j.
+uint key_row(uint j) { return PAGED != 0u ? rlx_page_row(pages, j) : j; }
+
 // Issues the loads of the KB keys from j0 into buffer b (rows past hi repeat row hi); b is a
 // constant wherever this is inlined, so no branch remains.
 void load_block(uint j0, uint hi, uint kvh, uint kv_row, bool b) {
     uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
     [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
-        uint row = min(j0 + kb, hi) * kv_row + kvh;
+        uint row = key_row(min(j0 + kb, hi)) * kv_row + kvh;
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
             float x = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
             if (b) k1[kb * EPL + e] = x; else k0[kb * EPL + e] = x;
@@ -203,7 +216,8 @@ void main() {
     if (i >= p.rows) return;
     bool empty = i >= valid_rows(p.rows, p.tok) || p.t == 0u;
     if (empty && SPLIT != 0u) return; // split partials of padding rows are never combined
-    uint pos = rlx.n_past + i;
+    uint pos = PAGED != 0u ? rlx_pos(i) : rlx.n_past + i;
+    pages = PAGED != 0u ? rlx_pages_of(i) : 0u;
     uint hi = empty ? 0u : min(pos, p.t - 1u);
     uint lo = empty ? 1u : (p.window > 0u && pos + 1u > p.window) ? pos + 1u - p.window : 0u;
     if (SPLIT != 0u && lo <= hi) { // this workgroup's share of [lo, hi]; may be empty
@@ -237,7 +251,7 @@ void main() {
     for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = vnew[kvh * p.dv + d];
     barrier();
     if (!empty && h0 % (p.heads / p.kv_heads) == 0u && sp_i == 0u) { // one writer per kv head
-        uint row = pos * kv_row + kvh;
+        uint row = key_row(pos) * kv_row + kvh;
         for (uint d = t; d < p.dh; d += WG) k[row * p.dh + d] = prep[GW * PD + d];
         for (uint d = t; d < p.dv; d += WG) v[row * p.dv + d] = prep[(GW + 1u) * PD + d];
     }

@@ -5,8 +5,8 @@
 // same place. The next block's K and V are loaded into registers while the current one is summed,
 // so a block costs one memory round trip that overlaps the arithmetic. Per block:
 //   1. scores S = Q K^T from shared memory, an SR x SK tile per invocation (rows ty + 16 i, keys
-//      tx + 16 c), masked (causal: key j is visible to the query at p = n_past + i when j <= p,
-//      within the window, below the T keys bound) and scaled into P;
+//      tx + 16 c), masked (causal: key j is visible to the query at p = rlx_pos(i) when j <= p,
+//      within the window, below the T keys bound, and i is of the pass's sequence) and scaled into P;
 //   2. one invocation per row: the running max, the rescale factor of what came before, and
 //      exp(s - max) over its scores in P; meanwhile the others stage V;
 //   3. O = O * rescale + P V: 4 rows x 4 dims per invocation, P read for 4 rows at once.
@@ -19,12 +19,20 @@
 // phase 3 is 4 rows x 4 dims per invocation); VEC: Dh and Dv are multiples of 4 (rows of q, k, v
 // and out start 16-byte aligned: vec4 access); BKV 32 or 16, as the device's shared memory allows
 // (runtime/vk_plan.c vk_attention_prefill_plan keeps the same count); WG 256.
+// PAGED (k and v are the session's pools, common.glsl): the rows of a tile may belong to several
+// sequences (a mixed batch). The tile makes one pass of the block walk per distinct sequence, in
+// the order of their first rows, over that sequence's keys through its page table, with the rows
+// of other sequences masked; the online softmax of a row carries across passes (a fully masked
+// block leaves it as it was: rescale 1, weights 0). A tile of one sequence, as every prefill chunk
+// is, makes one pass over the keys it made before. Without PAGED, k and v are this run's rows: key
+// j is row j, row i sits at n_past + i.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 1) const uint D = 128;
 layout(constant_id = 2) const uint VEC = 1;
 layout(constant_id = 3) const uint BKV = 32; // keys per block: 32, or 16 where 32 do not fit
+layout(constant_id = 4) const uint PAGED = 1; // k and v are the pools
 
 layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
 layout(set = 1, binding = 0) readonly buffer Q4 { vec4 q4[]; };
@@ -59,11 +67,15 @@ shared vec4 qs[BQ * DS / 4u];
 shared vec4 kvs[BKV * DS / 4u];
 shared vec4 ps[BKV * PSTR / 4u];
 shared float cr[BQ]; // per row: the block's rescale factor; at the end 1 / sum
+shared uint rpos[BQ], rseq[BQ]; // per row: its position and table row (~0u: padding)
+shared bool rfirst[BQ];         // per row: the first of its sequence in the tile
 
 float p_get(uint i) { return ps[i >> 2][i & 3u]; }
 void p_set(uint i, float x) { ps[i >> 2][i & 3u] = x; }
 
-uint h, kvh, hi;
+uint h, kvh, hi, pages; // pages: the pass's page table (rlx_pages_of)
+
+uint key_row(uint j) { return PAGED != 0u ? rlx_page_row(pages, j) : j; }
 
 // Dims d0 .. d0 + 3 of a row starting at element `base` of a buffer of rows of n floats (n % 4 == 0
 // under VEC); zeros past n. vec4 views start at the same 16-byte aligned binding offset.
@@ -77,7 +89,7 @@ vec4 q_quad(uint base, uint d0) {
 // Key j's dims d0 .. d0 + 3; zeros past the last visible key.
 vec4 k_quad(uint j, uint d0) {
     if (j > hi) return vec4(0.0);
-    uint base = (j * p.kv_heads + kvh) * p.dh;
+    uint base = (key_row(j) * p.kv_heads + kvh) * p.dh;
     if (VEC != 0u) return d0 < p.dh ? k4[(base + d0) >> 2] : vec4(0.0);
     vec4 r;
     [[unroll]] for (uint c = 0u; c < 4u; c++) r[c] = d0 + c < p.dh ? k[base + d0 + c] : 0.0;
@@ -86,7 +98,7 @@ vec4 k_quad(uint j, uint d0) {
 
 vec4 v_quad(uint j, uint d0) {
     if (j > hi) return vec4(0.0);
-    uint base = (j * p.kv_heads + kvh) * p.dv;
+    uint base = (key_row(j) * p.kv_heads + kvh) * p.dv;
     if (VEC != 0u) return d0 < p.dv ? v4[(base + d0) >> 2] : vec4(0.0);
     vec4 r;
     [[unroll]] for (uint c = 0u; c < 4u; c++) r[c] = d0 + c < p.dv ? v[base + d0 + c] : 0.0;
@@ -128,72 +140,94 @@ void main() {
         return;
     }
     kvh = h / (p.heads / p.kv_heads);
-    uint last = min(i0 + BQ, valid) - 1u;
-    uint pos0 = rlx.n_past + i0, pos_last = rlx.n_past + last;
-    hi = min(pos_last, p.t - 1u);
-    uint lo = (p.window > 0u && pos0 + 1u > p.window) ? pos0 + 1u - p.window : 0u;
-    uint first = lo / BKV * BKV, n_blocks = (hi - first) / BKV + 1u;
-
-    fetch(first);
+    if (t < BQ) {
+        uint i = i0 + t;
+        bool ok = i < valid;
+        rpos[t] = ok ? (PAGED != 0u ? rlx_pos(i) : rlx.n_past + i) : 0u;
+        rseq[t] = ok ? (PAGED != 0u ? rlx_pages_of(i) : 0u) : ~0u;
+    }
+    barrier();
+    if (t < BQ) {
+        bool first = rseq[t] != ~0u;
+        for (uint r = 0u; r < t && first; r++) first = rseq[r] != rseq[t];
+        rfirst[t] = first;
+    }
     // Q rows i0 .. i0 + BQ - 1, zeros past the valid rows and past Dh
     for (uint e = t; e < BQ * QUADS; e += WG) {
         uint r = e / QUADS, d0 = (e % QUADS) * 4u;
         qs[r * (DS / 4u) + d0 / 4u] = i0 + r < valid ? q_quad(((i0 + r) * p.heads + h) * p.dh, d0) : vec4(0.0);
     }
+    barrier();
 
     uint ty = t / 16u, tx = t % 16u; // phase 1
     uint qd = t % QUADS, rg = t / QUADS; // phase 3: dims 4 qd .. 4 qd + 3, rows OR rg .. OR rg + 3
     float m = -1.0 / 0.0, l = 0.0;    // t < BQ: row t's running max and sum
     vec4 acc[OR];
     [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] = vec4(0.0);
-    for (uint b = 0u; b < n_blocks; b++) {
-        uint j0 = first + b * BKV;
-        barrier(); // the last block's V and P are read
-        stage(false);
-        barrier();
-        // 1. scores
-        float s[SR][SK];
-        [[unroll]] for (uint i = 0u; i < SR; i++)
-            [[unroll]] for (uint c = 0u; c < SK; c++) s[i][c] = 0.0;
-        for (uint d = 0u; d < QUADS; d++) {
-            vec4 kv[SK];
-            [[unroll]] for (uint c = 0u; c < SK; c++) kv[c] = kvs[(tx + 16u * c) * (DS / 4u) + d];
+    for (uint fr = 0u; fr < BQ; fr++) {
+        if (!rfirst[fr]) continue; // uniform: shared, written before the last barrier
+        pages = rseq[fr];
+        uint pos_lo = ~0u, pos_hi = 0u; // this sequence's rows' positions
+        for (uint r = 0u; r < BQ; r++)
+            if (rseq[r] == pages) {
+                pos_lo = min(pos_lo, rpos[r]);
+                pos_hi = max(pos_hi, rpos[r]);
+            }
+        hi = min(pos_hi, p.t - 1u);
+        uint lo = (p.window > 0u && pos_lo + 1u > p.window) ? pos_lo + 1u - p.window : 0u;
+        if (lo > hi) continue; // no visible key (a window past T): the rows stay empty
+        uint first = lo / BKV * BKV, n_blocks = (hi - first) / BKV + 1u;
+        fetch(first);
+        for (uint b = 0u; b < n_blocks; b++) {
+            uint j0 = first + b * BKV;
+            barrier(); // the last block's V and P are read
+            stage(false);
+            barrier();
+            // 1. scores
+            float s[SR][SK];
+            [[unroll]] for (uint i = 0u; i < SR; i++)
+                [[unroll]] for (uint c = 0u; c < SK; c++) s[i][c] = 0.0;
+            for (uint d = 0u; d < QUADS; d++) {
+                vec4 kv[SK];
+                [[unroll]] for (uint c = 0u; c < SK; c++) kv[c] = kvs[(tx + 16u * c) * (DS / 4u) + d];
+                [[unroll]] for (uint i = 0u; i < SR; i++) {
+                    vec4 qv = qs[(ty + 16u * i) * (DS / 4u) + d];
+                    [[unroll]] for (uint c = 0u; c < SK; c++) s[i][c] += dot(qv, kv[c]);
+                }
+            }
             [[unroll]] for (uint i = 0u; i < SR; i++) {
-                vec4 qv = qs[(ty + 16u * i) * (DS / 4u) + d];
-                [[unroll]] for (uint c = 0u; c < SK; c++) s[i][c] += dot(qv, kv[c]);
+                uint row = ty + 16u * i, pos = rpos[row];
+                bool mine = rseq[row] == pages;
+                [[unroll]] for (uint c = 0u; c < SK; c++) {
+                    uint j = j0 + tx + 16u * c;
+                    bool seen = mine && j <= min(pos, p.t - 1u) && (p.window == 0u || pos - j < p.window);
+                    p_set((tx + 16u * c) * PSTR + row, seen ? s[i][c] * p.scale : -1.0 / 0.0);
+                }
             }
-        }
-        [[unroll]] for (uint i = 0u; i < SR; i++) {
-            uint row = ty + 16u * i, pos = rlx.n_past + i0 + row;
-            [[unroll]] for (uint c = 0u; c < SK; c++) {
-                uint j = j0 + tx + 16u * c;
-                bool seen = i0 + row < valid && j <= min(pos, p.t - 1u) && (p.window == 0u || pos - j < p.window);
-                p_set((tx + 16u * c) * PSTR + row, seen ? s[i][c] * p.scale : -1.0 / 0.0);
+            barrier();
+            // 2. softmax statistics, and V staged where K was
+            stage(true);
+            if (t < BQ) {
+                float mx = m;
+                for (uint j = 0u; j < BKV; j++) mx = max(mx, p_get(j * PSTR + t));
+                float corr = mx == -1.0 / 0.0 ? 1.0 : exp(m - mx), sum = 0.0;
+                for (uint j = 0u; j < BKV; j++) {
+                    float e = mx == -1.0 / 0.0 ? 0.0 : exp(p_get(j * PSTR + t) - mx);
+                    p_set(j * PSTR + t, e);
+                    sum += e;
+                }
+                l = l * corr + sum;
+                m = mx;
+                cr[t] = corr;
             }
-        }
-        barrier();
-        // 2. softmax statistics, and V staged where K was
-        stage(true);
-        if (t < BQ) {
-            float mx = m;
-            for (uint j = 0u; j < BKV; j++) mx = max(mx, p_get(j * PSTR + t));
-            float corr = mx == -1.0 / 0.0 ? 1.0 : exp(m - mx), sum = 0.0;
+            if (b + 1u < n_blocks) fetch(j0 + BKV);
+            barrier();
+            // 3. O = O * corr + P V
+            [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] *= cr[rg * OR + i];
             for (uint j = 0u; j < BKV; j++) {
-                float e = mx == -1.0 / 0.0 ? 0.0 : exp(p_get(j * PSTR + t) - mx);
-                p_set(j * PSTR + t, e);
-                sum += e;
+                vec4 pv = ps[(j * PSTR + rg * OR) / 4u], vv = kvs[j * (DS / 4u) + qd];
+                [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] += pv[i] * vv;
             }
-            l = l * corr + sum;
-            m = mx;
-            cr[t] = corr;
-        }
-        if (b + 1u < n_blocks) fetch(j0 + BKV);
-        barrier();
-        // 3. O = O * corr + P V
-        [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] *= cr[rg * OR + i];
-        for (uint j = 0u; j < BKV; j++) {
-            vec4 pv = ps[(j * PSTR + rg * OR) / 4u], vv = kvs[j * (DS / 4u) + qd];
-            [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] += pv[i] * vv;
         }
     }
 

@@ -10,10 +10,41 @@
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = 0) const uint WG = 64;
 
+// The run's rows (ir/ops.def, the run contract; runtime/vk_compile.c load_rows fills it): a header
+// of 8 words, then pos[static_rows], seq[static_rows] and the page table [seqs][page_cols]. seq
+// indexes the table's rows (the host numbers a run's sequences 0.. in order of first use); page k
+// of a row holds that sequence's positions [k << page_shift, (k + 1) << page_shift). Rows past
+// n_tokens (padding) are position 0 of table row 0. The single-sequence form (rows NULL) is the
+// same table: pos = n_past + r, seq 0, page k = k.
 layout(set = 0, binding = 0) readonly buffer RlxScalars {
-    uint n_past;   // tokens already in the KV cache
-    uint n_tokens; // valid rows of this run
+    uint n_past;      // ATTENTION without a cache: query row i sits at n_past + i (0 with rows)
+    uint n_tokens;    // valid rows of this run
+    uint ring_fill;   // chain_step.comp: ids gathered so far
+    uint page_shift;  // log2(page_size)
+    uint page_cols;   // columns of the page table
+    uint static_rows; // R: rows of pos and seq
+    uint pad0, pad1;
+    uint table[];     // pos[R], seq[R], pages[][page_cols]
 } rlx;
+
+#define RLX_ROWS_HEADER_WORDS 8u
+
+// Position of row r (a row past R, of a tensor that is not token-major, counts on from n_past).
+uint rlx_pos(uint r) { return r < rlx.static_rows ? rlx.table[r] : rlx.n_past + r; }
+
+// Where row r's page table starts in rlx.table: look-ups of its keys go through rlx_page_row.
+uint rlx_pages_of(uint r) {
+    uint s = r < rlx.static_rows ? rlx.table[rlx.static_rows + r] : 0u;
+    return 2u * rlx.static_rows + s * rlx.page_cols;
+}
+
+// Pool row of position j of the sequence whose pages start at `pages` (rlx_pages_of): one load.
+uint rlx_page_row(uint pages, uint j) {
+    return (rlx.table[pages + (j >> rlx.page_shift)] << rlx.page_shift) | (j & ((1u << rlx.page_shift) - 1u));
+}
+
+// Pool row of position j of row r's sequence.
+uint rlx_kv_row(uint r, uint j) { return rlx_page_row(rlx_pages_of(r), j); }
 
 // Status words: [0] first error code (0 = none), [1] node index, [2] offending value.
 layout(set = 0, binding = 1) buffer RlxStatus {

@@ -1,6 +1,7 @@
 #version 450
-// KV_WRITE: rows [0, n_tokens) of x go to cache rows [n_past, n_past + n_tokens). The host has
-// checked n_past + n_tokens <= cap before the run.
+// KV_WRITE: row r < n_tokens of x goes to the pool row of position rlx_pos(r) of its sequence
+// (common.glsl). The host has checked the positions and pages before the run
+// (rlx_backend_check_rows, or n_past + n_tokens <= cap in the single-sequence form).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -14,7 +15,9 @@ layout(push_constant) uniform Push {
 
 void main() {
     uint n = min(rlx.n_tokens, p.rows) * p.row_elems;
-    uint dst = rlx.n_past * p.row_elems;
     uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG;
-    for (uint i = group_id() * WG + gl_LocalInvocationID.x; i < n; i += stride) cache[dst + i] = x[i];
+    for (uint i = group_id() * WG + gl_LocalInvocationID.x; i < n; i += stride) {
+        uint r = i / p.row_elems;
+        cache[rlx_kv_row(r, rlx_pos(r)) * p.row_elems + (i - r * p.row_elems)] = x[i];
+    }
 }

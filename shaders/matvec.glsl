@@ -21,7 +21,7 @@
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // As in shaders/argmax.comp, NaN is read as +inf and an infinite maximum gives -1 (ir/ops.def).
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
-// also read the K and V cache rows that attention will walk (rows below n_past, the most recent
+// also read the K and V cache rows that attention will walk (positions below row 0's, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
 // loads go out before the weights' and feed only a shared-memory atomic.
 //
@@ -508,14 +508,16 @@ void post_argmax(uint gid, float v, uint i) {
 shared uint warm_sink;
 uvec4 warm_k0, warm_v0;
 
-// Issues this workgroup's loads: one 16-byte word per invocation and cache, of the most recent rows
-// below n_past that the workgroups' invocations cover; warm_end consumes them.
+// Issues this workgroup's loads: one 16-byte word per invocation and cache, of the most recent
+// positions below row 0's (of row 0's sequence, through its page table) that the workgroups'
+// invocations cover; warm_end consumes them.
 void warm_begin(uint gid) {
-    uint rows = min(rlx.n_past, p.groups * WG / p.warm_row16);
-    uint base = (rlx.n_past - rows) * p.warm_row16, i = gid * WG + gl_LocalInvocationIndex;
+    uint pos = rlx_pos(0u), rows = min(pos, p.groups * WG / p.warm_row16), i = gid * WG + gl_LocalInvocationIndex;
     bool in_range = i < rows * p.warm_row16;
-    warm_k0 = in_range ? warm_k[base + i] : uvec4(0u);
-    warm_v0 = in_range ? warm_v[base + i] : uvec4(0u);
+    uint r = i / p.warm_row16, j = pos - rows + r;
+    uint at = in_range ? rlx_kv_row(0u, j) * p.warm_row16 + (i - r * p.warm_row16) : 0u;
+    warm_k0 = in_range ? warm_k[at] : uvec4(0u);
+    warm_v0 = in_range ? warm_v[at] : uvec4(0u);
 }
 
 // A use of the loads that the compiler cannot drop and that has no effect on any result.

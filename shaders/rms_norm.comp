@@ -3,9 +3,9 @@
 // (runtime/vk_fuse.c): scale != 1 absorbs a following SCALE; ROPE != 0 absorbs a following ROPE
 // of the normalised head (q/k norm then RoPE, as Qwen3 and Gemma 3 prepare Q and K): row r is
 // head r % heads of token row r / heads, and its pairs are rotated as rope.comp does. KV != 0
-// absorbs the KV_WRITE that takes the result: row r lands at cache row n_past * heads + r, and
-// with KV == 2 the row r of the V projection is copied into the V cache alongside (one dispatch
-// instead of three). RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's
+// absorbs the KV_WRITE that takes the result: row r (head r % heads of token row t = r / heads)
+// lands at that head of the pool row of position rlx_pos(t) of t's sequence, and with KV == 2 the
+// row r of the V projection is copied into the V pool alongside (one dispatch instead of three). RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's
 // post-norms): out = res + norm(x).
 //
 // Speed (a decode step is latency-bound): a row is shared by a whole team, a workgroup for long
@@ -50,8 +50,14 @@ float team_sum(float v) { return TEAM == 0u ? wg_sum(v) : subgroupAdd(v); }
 
 float residual(uint i) { return RES != 0u ? vsrc[i] : 0.0; }
 
+// Head row r's row in the pool (KV): head r % heads of its token's pool row.
+uint cache_row(uint r) {
+    uint t = r / p.heads;
+    return rlx_kv_row(t, rlx_pos(t)) * p.heads + (r - t * p.heads);
+}
+
 void copy_v(uint r, uint lane, uint size) {
-    uint src = r * p.dv, dst = (rlx.n_past * p.heads + r) * p.dv;
+    uint src = r * p.dv, dst = cache_row(r) * p.dv;
     for (uint d = lane; d < p.dv; d += size) vc[dst + d] = vsrc[src + d];
 }
 
@@ -84,8 +90,8 @@ void norm_row(uint r, uint lane, uint size) {
     if (KV == 2u) copy_v(r, lane, size); // its loads overlap the reduction
     ss = team_sum(ss);
     float k = inversesqrt(ss / float(p.cols) + p.eps) * p.scale;
-    uint obase = KV != 0u ? (rlx.n_past * p.heads + r) * p.cols : base;
-    uint pos = ROPE != 0u ? rlx.n_past + r / p.heads : 0u;
+    uint obase = KV != 0u ? cache_row(r) * p.cols : base;
+    uint pos = ROPE != 0u ? rlx_pos(r / p.heads) : 0u;
     [[unroll]] for (uint e = 0u; e < NS; e++) {
         uint s = lane + e * size;
         if (s >= slots) continue;

@@ -1,9 +1,10 @@
 #version 450
 // ROPE (ir/ops.def): the pair (x0, x1) of head dims turns by theta_i = pos * base^(-2i/n_rot) /
-// freq_factors[i], pos = n_past + row; dims >= n_rot pass through. Angles: rope.glsl.
-// KV != 0 (runtime/vk_fuse.c fuse_kv) absorbs the KV_WRITE that takes the result: head row r of token
-// row i lands at cache row n_past + i, and with KV == 2 the V rows of the same tokens are copied
-// into the V cache by the same invocations (one dispatch instead of three).
+// freq_factors[i], pos = rlx_pos(row); dims >= n_rot pass through. Angles: rope.glsl.
+// KV != 0 (runtime/vk_fuse.c fuse_kv) absorbs the KV_WRITE that takes the result: head h of token
+// row i lands at head h of the pool row of position rlx_pos(i) of i's sequence, and with KV == 2 the
+// V rows of the same tokens are copied into the V pool by the same invocations (one dispatch
+// instead of three).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "rope.glsl"
@@ -31,9 +32,10 @@ void main() {
     uint idx = group_id() * WG + gl_LocalInvocationID.x;
     if (idx >= valid_rows(p.rows, p.tok) * p.heads * per_head) return;
     uint slot = idx % per_head, hrow = idx / per_head, row = hrow / p.heads;
-    uint base = hrow * p.dh, obase = KV != 0u ? (rlx.n_past * p.heads + hrow) * p.dh : base;
+    uint pos = rlx_pos(row), cache_hrow = KV != 0u ? rlx_kv_row(row, pos) * p.heads + hrow - row * p.heads : 0u;
+    uint base = hrow * p.dh, obase = KV != 0u ? cache_hrow * p.dh : base;
     if (KV == 2u) {
-        uint src = hrow * p.dv, dst = (rlx.n_past * p.heads + hrow) * p.dv;
+        uint src = hrow * p.dv, dst = cache_hrow * p.dv;
         for (uint d = slot; d < p.dv; d += per_head) vc[dst + d] = vsrc[src + d];
     }
     if (slot >= half_rot) { // pass-through dims
@@ -43,7 +45,7 @@ void main() {
         return;
     }
     uvec2 d = rope_pair(slot, p.n_rot, NEOX != 0u);
-    vec2 sc = sincos_turns(rlx.n_past + row, step_turns[slot]);
+    vec2 sc = sincos_turns(pos, step_turns[slot]);
     float x0 = x[base + d.x], x1 = x[base + d.y];
     o[obase + d.x] = x0 * sc.y - x1 * sc.x;
     o[obase + d.y] = x0 * sc.x + x1 * sc.y;

@@ -360,7 +360,7 @@ static uint32_t prefill_shared(int64_t dh, int64_t dv) {
     int64_t d = 64;
     while (d < dh || d < dv) d *= 2;
     int64_t bq = 4096 / d, bkv = 16; /* its smaller plan */
-    return (uint32_t)(((bq + bkv) * (d + 4) + bkv * (bq + 4) + bq) * 4);
+    return (uint32_t)(((bq + bkv) * (d + 4) + bkv * (bq + 4) + 4 * bq) * 4); /* + rows' positions, sequences, flags */
 }
 
 static rlx_vk_kernel attention_kernel(int64_t rows, int64_t dh, int64_t dv) {
