@@ -186,7 +186,7 @@ static rlx_status check_pages(const rlx_session *s, const int32_t *src, const in
                           (const void *)dst);
     for (int32_t i = 0; i < n; i++)
         if (src[i] < 0 || src[i] >= s->kv.n_pages || dst[i] < 0 || dst[i] >= s->kv.n_pages || s->kv.n_layer == 0)
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: copy %d is page %d -> %d; the pool has %d pages", i,
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: copy %d is page %d -> %d, outside the pool's %d pages", i,
                               src[i], dst[i], s->kv.n_layer ? s->kv.n_pages : 0);
     return NULL;
 }

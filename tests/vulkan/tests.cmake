@@ -39,6 +39,10 @@ if(RLX_VULKAN)
   rlx_add_vk_test_with(test_vk_ops_gpu_plans test_vk_ops RLX_VK_PLANS=gpu)
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
+  # Runs of many sequences (rows, page tables, copy_pages) against each sequence alone on the CPU;
+  # again with a GPU's plans and with the matvec's warming of the decode caches everywhere
+  rlx_add_vk_test(test_vk_rows)
+  rlx_add_vk_test_with(test_vk_rows_gpu_plans test_vk_rows RLX_VK_PLANS=gpu RLX_VK_WARM=1)
   # The fence wait of a GPU (poll; sleep first when the run is expected to outlast the poll:
   # runtime/vk_device.c submit_wait) on lavapipe, which is otherwise waited for by blocking; the
   # sleep is reached by vk_runner_argmax_polled below.
