@@ -240,6 +240,22 @@ static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
     return NULL;
 }
 
+/* A KV_CACHE (or KV_WRITE) output is read back as its first T rows of the pool, the view of the
+ * single-sequence form: they must lie in the pool. */
+static rlx_status check_pool_outputs(const rlx_program *p) {
+    for (int32_t o = 0; o < p->n_outputs; o++) {
+        rlx_node n = p->outputs[o];
+        if (!vk_reads_pool(p, n)) continue;
+        vk_range r = vk_node_range(p, n);
+        if (p->nodes[n].bytes > r.size)
+            return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                              "compile: output %d (%%%d) reads %" PRId64 " cache rows back, more than the session's "
+                              "pool of %" PRId64 " rows",
+                              o, n, p->nodes[n].info.shape.dim[0], rlx_state_kv_rows(&p->s->kv));
+    }
+    return NULL;
+}
+
 /* ---- analysis ---- */
 
 /* Whether dim 0 of node n is the token axis (ir/analysis.h rlx_token_major, the CPU reference's
@@ -778,6 +794,7 @@ static double ms_now(void) {
 static rlx_status build(rlx_program *p, const rlx_graph *g) {
     double t0 = ms_now();
     RLX_TRY(copy_graph(p, g));
+    RLX_TRY(check_pool_outputs(p));
     analyse(p);
     for (rlx_node i = 0; i < p->n_nodes; i++)
         if (p->nodes[i].live) RLX_TRY(vk_prepare_node(p, i));

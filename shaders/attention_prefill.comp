@@ -127,6 +127,23 @@ void stage(bool values) {
     }
 }
 
+// The pass of the sequence whose first row in the tile is fr: sets pages and hi, and the key
+// blocks to walk (false: none). Every invocation computes the same from shared memory.
+bool pass_range(uint fr, out uint first, out uint n_blocks) {
+    pages = rseq[fr];
+    uint pos_lo = ~0u, pos_hi = 0u; // this sequence's rows' positions
+    for (uint r = 0u; r < BQ; r++)
+        if (rseq[r] == pages) {
+            pos_lo = min(pos_lo, rpos[r]);
+            pos_hi = max(pos_hi, rpos[r]);
+        }
+    hi = min(pos_hi, p.t - 1u);
+    uint lo = (p.window > 0u && pos_lo + 1u > p.window) ? pos_lo + 1u - p.window : 0u;
+    first = lo / BKV * BKV;
+    n_blocks = lo <= hi ? (hi - first) / BKV + 1u : 0u;
+    return lo <= hi;
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x, gid = group_id(), blocks = (p.rows + BQ - 1u) / BQ;
     h = gid % p.heads;
@@ -152,6 +169,11 @@ void main() {
         for (uint r = 0u; r < t && first; r++) first = rseq[r] != rseq[t];
         rfirst[t] = first;
     }
+    // row 0 is valid, so the first pass is its sequence's: its first block's loads go out before
+    // the Q rows are staged, as in a tile of one sequence
+    uint first, n_blocks;
+    bool walk = pass_range(0u, first, n_blocks);
+    if (walk) fetch(first);
     // Q rows i0 .. i0 + BQ - 1, zeros past the valid rows and past Dh
     for (uint e = t; e < BQ * QUADS; e += WG) {
         uint r = e / QUADS, d0 = (e % QUADS) * 4u;
@@ -166,18 +188,11 @@ void main() {
     [[unroll]] for (uint i = 0u; i < OR; i++) acc[i] = vec4(0.0);
     for (uint fr = 0u; fr < BQ; fr++) {
         if (!rfirst[fr]) continue; // uniform: shared, written before the last barrier
-        pages = rseq[fr];
-        uint pos_lo = ~0u, pos_hi = 0u; // this sequence's rows' positions
-        for (uint r = 0u; r < BQ; r++)
-            if (rseq[r] == pages) {
-                pos_lo = min(pos_lo, rpos[r]);
-                pos_hi = max(pos_hi, rpos[r]);
-            }
-        hi = min(pos_hi, p.t - 1u);
-        uint lo = (p.window > 0u && pos_lo + 1u > p.window) ? pos_lo + 1u - p.window : 0u;
-        if (lo > hi) continue; // no visible key (a window past T): the rows stay empty
-        uint first = lo / BKV * BKV, n_blocks = (hi - first) / BKV + 1u;
-        fetch(first);
+        if (fr > 0u) {
+            walk = pass_range(fr, first, n_blocks);
+            if (walk) fetch(first);
+        }
+        if (!walk) continue; // no visible key (a window past T): the rows stay empty
         for (uint b = 0u; b < n_blocks; b++) {
             uint j0 = first + b * BKV;
             barrier(); // the last block's V and P are read
