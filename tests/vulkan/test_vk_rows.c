@@ -10,7 +10,8 @@
  * "seq@pos" (or "seq@first-last" for a chunk) in row order. Sequences get pool pages on first
  * need from a shuffled list, their table rows are not in order of use, and columns past what a
  * row reads hold garbage. Every run's valid output rows are compared with the CPU's rows of the same
- * (sequence, position), NMSE <= 1e-7 (test-backend-ops' f32 bound). White box: each program's
+ * (sequence, position), NMSE <= 1e-7 (test-backend-ops' f32 bound), and with the CPU backend's run of
+ * the same rows and page tables on a paged session of its own (the same bound). White box: each program's
  * attention kernel (decode, split, fused step, prefill) is the one the case means to reach.
  * Also: run_chain over a page table, copy_pages (in order, in every layer), and refused rows. */
 #include <math.h>
@@ -180,11 +181,11 @@ typedef struct bench {
     const rows_case *c;
     rlx_weight w[5];
     size_t nw;
-    rlx_session *vs;
-    rlx_program *vp[2];
+    rlx_session *vs, *cs;       /* Vulkan, and the CPU with the same pool and rows */
+    rlx_program *vp[2], *cp[2];
     alone cpu[MAX_SEQ];
     paged pg;
-    float *in[3], *out, *want;
+    float *in[3], *out, *want, *same; /* same: the CPU's output of the same rows */
 } bench;
 
 static rlx_state_spec cpu_spec(const rows_case *c) {
@@ -207,10 +208,11 @@ static bool bench_open(bench *b, const rows_case *c, vkt_rng *r) {
     rlx_state_spec vkv = {.n_layer = 1, .n_head_kv = (int32_t)c->hkv, .head_dim = (int32_t)c->dh,
                           .page_size = c->page_size, .n_pages = c->n_pages};
     if (!T_OK(g_vk->ops->session_create(g_vk, b->w, b->nw, &vkv, &b->vs))) return false;
+    if (!T_OK(g_cpu->ops->session_create(g_cpu, b->w, b->nw, &vkv, &b->cs))) return false;
     rlx_state_spec ckv = cpu_spec(c);
     for (int k = 0; k < 2 && c->rows[k]; k++) {
         rlx_graph *g = case_graph(c, c->rows[k]);
-        bool ok = T_OK(g_vk->ops->compile(b->vs, g, &b->vp[k]));
+        bool ok = T_OK(g_vk->ops->compile(b->vs, g, &b->vp[k])) && T_OK(g_cpu->ops->compile(b->cs, g, &b->cp[k]));
         rlx_graph_destroy(g);
         if (!ok) return false;
     }
@@ -228,7 +230,8 @@ static bool bench_open(bench *b, const rows_case *c, vkt_rng *r) {
     for (int i = 0; i < n_inputs(c); i++) b->in[i] = calloc(MAX_ROWS * (size_t)input_row(c, i), sizeof(float));
     b->out = calloc(MAX_ROWS * out_row, sizeof(float));
     b->want = calloc(MAX_ROWS * out_row, sizeof(float));
-    return b->out && b->want;
+    b->same = calloc(MAX_ROWS * out_row, sizeof(float));
+    return b->out && b->want && b->same;
 }
 
 static void bench_close(bench *b) {
@@ -237,13 +240,17 @@ static void bench_close(bench *b) {
             if (b->cpu[s].p[k]) g_cpu->ops->program_destroy(b->cpu[s].p[k]);
         if (b->cpu[s].s) g_cpu->ops->session_destroy(b->cpu[s].s);
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         if (b->vp[k]) g_vk->ops->program_destroy(b->vp[k]);
+        if (b->cp[k]) g_cpu->ops->program_destroy(b->cp[k]);
+    }
     if (b->vs) g_vk->ops->session_destroy(b->vs);
+    if (b->cs) g_cpu->ops->session_destroy(b->cs);
     for (size_t i = 0; i < b->nw; i++) vkt_weight_free(&b->w[i]);
     for (int i = 0; i < 3; i++) free(b->in[i]);
     free(b->out);
     free(b->want);
+    free(b->same);
     paged_free(&b->pg);
 }
 
@@ -262,9 +269,11 @@ static bool run_paged(bench *b, const run_rows *r) {
     }
     rlx_run_rows rows = {r->pos, seq, b->pg.pages, b->pg.n_table, b->pg.cols};
     const void *in[3] = {b->in[0], b->in[1], b->in[2]};
-    void *out[1] = {b->out};
+    void *out[1] = {b->out}, *same[1] = {b->same};
     rlx_run_args a = {0, r->n, in, out, &rows};
-    return T_OK(g_vk->ops->run(b->vp[r->prog], &a));
+    bool ok = T_OK(g_vk->ops->run(b->vp[r->prog], &a));
+    a.outputs = same;
+    return ok && T_OK(g_cpu->ops->run(b->cp[r->prog], &a));
 }
 
 /* The CPU runs of r's rows, one per sequence in it, alone: b->want row i is row i's output. */
@@ -353,7 +362,7 @@ static void run_case(const rows_case *c, vkt_rng *r) {
                warms(b.vp[k]) ? ", caches warmed by a matvec" : "");
     }
     size_t out_row = (size_t)(c->h * c->dh);
-    double worst = 0.0;
+    double worst = 0.0, worst_same = 0.0;
     int n_runs = 0;
     for (const char *const *s = c->runs; *s; s++, n_runs++) {
         run_rows rr;
@@ -363,10 +372,15 @@ static void run_case(const rows_case *c, vkt_rng *r) {
         }
         if (!run_paged(&b, &rr) || !run_alone(&b, &rr)) break;
         double nmse = vkt_nmse(b.out, b.want, (int64_t)(rr.n * out_row));
-        if (nmse > worst) worst = nmse;
+        double same = vkt_nmse(b.out, b.same, (int64_t)(rr.n * out_row));
+        worst = nmse > worst ? nmse : worst;
+        worst_same = same > worst_same ? same : worst_same;
         T_CHECK(nmse <= TOL, "%s: run %d ('%s'): nmse %.3e against each sequence alone", c->label, n_runs, *s, nmse);
+        T_CHECK(same <= TOL, "%s: run %d ('%s'): nmse %.3e against the CPU's run of the same rows", c->label, n_runs,
+                *s, same);
     }
-    printf("  %-44s %d runs, %d pages used, worst nmse %.2e (tol %.0e)\n", c->label, n_runs, b.pg.next_free, worst, TOL);
+    printf("  %-44s %d runs, %d pages, worst nmse %.2e alone, %.2e same rows (tol %.0e)\n", c->label, n_runs,
+           b.pg.next_free, worst, worst_same, TOL);
     bench_close(&b);
 }
 
