@@ -186,8 +186,9 @@ static rlx_status check_pages(const rlx_session *s, const int32_t *src, const in
                           (const void *)dst);
     for (int32_t i = 0; i < n; i++)
         if (src[i] < 0 || src[i] >= s->kv.n_pages || dst[i] < 0 || dst[i] >= s->kv.n_pages || s->kv.n_layer == 0)
-            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: copy %d is page %d -> %d, outside the pool's %d pages", i,
-                              src[i], dst[i], s->kv.n_layer ? s->kv.n_pages : 0);
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                              "copy_pages: copy %d is page %d -> %d, outside the pool's %d pages", i, src[i], dst[i],
+                              s->kv.n_layer ? s->kv.n_pages : 0);
     return NULL;
 }
 
@@ -201,7 +202,11 @@ static bool page_hazard(const int32_t *src, const int32_t *dst, int32_t from, in
 
 static void transfer_barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src_stage,
                              VkAccessFlags src_access, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src_access, .dstAccessMask = dst_access};
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = src_access,
+        .dstAccessMask = dst_access,
+    };
     d->vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
@@ -217,13 +222,15 @@ static void record_page_copies(const rlx_session *s, VkCommandBuffer cb, const i
         if (src[i] == dst[i]) continue;
         if (page_hazard(src, dst, from, i)) {
             transfer_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+                             VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
             from = i;
         }
         for (int32_t l = 0; l < s->kv.n_layer; l++) {
             const rlx_vk_alloc *k = &s->k_cache[l], *v = &s->v_cache[l];
-            VkBufferCopy ck = {k->offset + (VkDeviceSize)src[i] * k_page, k->offset + (VkDeviceSize)dst[i] * k_page, k_page};
-            VkBufferCopy cv = {v->offset + (VkDeviceSize)src[i] * v_page, v->offset + (VkDeviceSize)dst[i] * v_page, v_page};
+            VkDeviceSize sp = (VkDeviceSize)src[i], dp = (VkDeviceSize)dst[i];
+            VkBufferCopy ck = {k->offset + sp * k_page, k->offset + dp * k_page, k_page};
+            VkBufferCopy cv = {v->offset + sp * v_page, v->offset + dp * v_page, v_page};
             d->vk.vkCmdCopyBuffer(cb, k->buffer, k->buffer, 1, &ck);
             d->vk.vkCmdCopyBuffer(cb, v->buffer, v->buffer, 1, &cv);
         }

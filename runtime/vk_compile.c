@@ -984,7 +984,8 @@ static rlx_status load_rows(rlx_program *p, const rlx_run_args *a) {
     uint32_t *w = p->in_host.mapped, R = (uint32_t)p->static_rows, cols = p->page_cols;
     uint32_t *pos = w + ROWS_HEADER_WORDS, *seq = pos + R, *pages = seq + R;
     const rlx_run_rows *r = a->rows;
-    uint32_t header[ROWS_HEADER_WORDS] = {r ? 0u : (uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, p->page_shift, cols, R};
+    uint32_t header[ROWS_HEADER_WORDS] = {r ? 0u : (uint32_t)a->n_past, (uint32_t)a->n_tokens, 0, p->page_shift,
+                                          cols, R};
     memcpy(w, header, sizeof header);
     if (!r) {
         for (uint32_t i = 0; i < R; i++) {

@@ -5,8 +5,9 @@
 // head r % heads of token row r / heads, and its pairs are rotated as rope.comp does. KV != 0
 // absorbs the KV_WRITE that takes the result: row r (head r % heads of token row t = r / heads)
 // lands at that head of the pool row of position rlx_pos(t) of t's sequence, and with KV == 2 the
-// row r of the V projection is copied into the V pool alongside (one dispatch instead of three). RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's
-// post-norms): out = res + norm(x).
+// row r of the V projection is copied into the V pool alongside (one dispatch instead of three).
+// RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's post-norms):
+// out = res + norm(x).
 //
 // Speed (a decode step is latency-bound): a row is shared by a whole team, a workgroup for long
 // rows or one subgroup per row for head-sized rows (several rows per workgroup, no barriers), and

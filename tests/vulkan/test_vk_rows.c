@@ -40,9 +40,9 @@ typedef struct rows_case {
     graph_kind kind;
     int64_t h, hkv, dh, cap; /* cap: the KV_CACHE capacity T */
     int32_t window, page_size, n_pages;
-    int64_t rows[2];          /* static rows of programs 0 and 1 (0: no program 1) */
-    rlx_vk_kernel attn[2];    /* the attention kernel each program dispatches */
-    const char *const *runs;  /* "P: seq@pos seq@a-b ..." with P the program; NULL-terminated */
+    int64_t rows[2];         /* static rows of programs 0 and 1 (0: no program 1) */
+    rlx_vk_kernel attn[2];   /* the attention kernel each program dispatches */
+    const char *const *runs; /* "P: seq@pos seq@a-b ..." with P the program; NULL-terminated */
 } rows_case;
 
 /* ---- graphs ---- */
@@ -55,8 +55,8 @@ static rlx_node heads_of(rlx_graph *g, rlx_node x, const char *w, int64_t rows, 
 static rlx_node qk_of(rlx_graph *g, const rows_case *c, rlx_node x, bool is_q, int64_t rows) {
     rlx_node y = heads_of(g, x, is_q ? "wq" : "wk", rows, is_q ? c->h : c->hkv, c->dh);
     if (c->kind == GRAPH_RUNNER_NORM)
-        y = rlx_rms_norm(g, y, rlx_weight_node(g, is_q ? "qn" : "kn", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){c->dh})),
-                         1e-6f);
+        y = rlx_rms_norm(
+            g, y, rlx_weight_node(g, is_q ? "qn" : "kn", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){c->dh})), 1e-6f);
     return rlx_rope(g, y, RLX_NO_NODE, (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, (int32_t)c->dh, 1e4f});
 }
 
@@ -129,8 +129,8 @@ static bool parse_run(const char *s, run_rows *r) {
 typedef struct paged {
     int32_t table_row[MAX_SEQ]; /* sequence -> row of the run's table (not in order of use) */
     int32_t n_table, cols;
-    int32_t *pages;             /* [n_table * cols] */
-    int32_t *free_pages;        /* a shuffled list of the pool's pages, taken from next_free on */
+    int32_t *pages;      /* [n_table * cols] */
+    int32_t *free_pages; /* a shuffled list of the pool's pages, taken from next_free on */
     int32_t next_free, n_pages, page_size;
 } paged;
 
@@ -181,7 +181,7 @@ typedef struct bench {
     const rows_case *c;
     rlx_weight w[5];
     size_t nw;
-    rlx_session *vs, *cs;       /* Vulkan, and the CPU with the same pool and rows */
+    rlx_session *vs, *cs; /* Vulkan, and the CPU with the same pool and rows */
     rlx_program *vp[2], *cp[2];
     alone cpu[MAX_SEQ];
     paged pg;
@@ -189,7 +189,10 @@ typedef struct bench {
 } bench;
 
 static rlx_state_spec cpu_spec(const rows_case *c) {
-    return (rlx_state_spec){.n_layer = 1, .n_head_kv = (int32_t)c->hkv, .head_dim = (int32_t)c->dh, .page_size = 1,
+    return (rlx_state_spec){.n_layer = 1,
+                            .n_head_kv = (int32_t)c->hkv,
+                            .head_dim = (int32_t)c->dh,
+                            .page_size = 1,
                             .n_pages = (int32_t)c->cap};
 }
 
@@ -205,8 +208,11 @@ static bool bench_open(bench *b, const rows_case *c, vkt_rng *r) {
             b->w[b->nw++] = vkt_weight(r, "kn", RLX_DTYPE_F32, 1, (uint64_t)c->dh, 1, 1);
         }
     }
-    rlx_state_spec vkv = {.n_layer = 1, .n_head_kv = (int32_t)c->hkv, .head_dim = (int32_t)c->dh,
-                          .page_size = c->page_size, .n_pages = c->n_pages};
+    rlx_state_spec vkv = {.n_layer = 1,
+                          .n_head_kv = (int32_t)c->hkv,
+                          .head_dim = (int32_t)c->dh,
+                          .page_size = c->page_size,
+                          .n_pages = c->n_pages};
     if (!T_OK(g_vk->ops->session_create(g_vk, b->w, b->nw, &vkv, &b->vs))) return false;
     if (!T_OK(g_cpu->ops->session_create(g_cpu, b->w, b->nw, &vkv, &b->cs))) return false;
     rlx_state_spec ckv = cpu_spec(c);
@@ -298,12 +304,14 @@ static bool run_alone(bench *b, const run_rows *r) {
                 ok = false;
             }
         for (int k = 0; ok && k < n_inputs(c); k++)
-            for (int32_t j = 0; j < m; j++) row_data(c, k, s, r->pos[at[j]], x[k] + (size_t)j * (size_t)input_row(c, k));
+            for (int32_t j = 0; j < m; j++)
+                row_data(c, k, s, r->pos[at[j]], x[k] + (size_t)j * (size_t)input_row(c, k));
         const void *in[3] = {x[0], x[1], x[2]};
         void *out[1] = {o};
         rlx_run_args args = {a->next, m, in, out, NULL};
         ok = ok && T_OK(g_cpu->ops->run(a->p[r->prog], &args));
-        for (int32_t j = 0; ok && j < m; j++) memcpy(b->want + (size_t)at[j] * out_row, o + (size_t)j * out_row, out_row * sizeof *o);
+        for (int32_t j = 0; ok && j < m; j++)
+            memcpy(b->want + (size_t)at[j] * out_row, o + (size_t)j * out_row, out_row * sizeof *o);
         a->next += m;
     }
     free(o);
@@ -353,7 +361,8 @@ static void run_case(const rows_case *c, vkt_rng *r) {
                 want_split ? "no, expected" : "yes, not expected");
         const char *warm_env = getenv("RLX_VK_WARM");
         if (warm_env && !strcmp(warm_env, "1") && c->rows[k] == 1)
-            T_CHECK(warms(b.vp[k]), "%s: RLX_VK_WARM=1, but the decode program's matvecs do not warm the caches", c->label);
+            T_CHECK(warms(b.vp[k]), "%s: RLX_VK_WARM=1, but the decode program's matvecs do not warm the caches",
+                    c->label);
         T_CHECK(got == c->attn[k], "%s: program %d (%lld rows) dispatches %s, expected %s", c->label, k,
                 (long long)c->rows[k], got < RLX_VK_KERNEL_COUNT ? rlx_vk_kernel_get(got)->name : "no attention",
                 rlx_vk_kernel_get(c->attn[k])->name);
@@ -390,67 +399,107 @@ static void run_case(const rows_case *c, vkt_rng *r) {
  * batch (a chunk at an offset and decode rows of the others, interleaved, one padding row), then
  * a decode step of all; pages of 4 rows. */
 static const char *const mixed_small[] = {
-    "0: 0@0-5",
-    "0: 1@0 2@0 1@1 2@1 1@2 1@3",
-    "0: 1@4 0@6 0@7 2@2 0@8",
-    "0: 2@3 0@9 1@5 3@0",
-    "0: 3@1 3@2 3@3 3@4 0@10 3@5",
-    NULL,
+    "0: 0@0-5",           "0: 1@0 2@0 1@1 2@1 1@2 1@3",  "0: 1@4 0@6 0@7 2@2 0@8",
+    "0: 2@3 0@9 1@5 3@0", "0: 3@1 3@2 3@3 3@4 0@10 3@5", NULL,
 };
 
 /* 20 rows (the prefill kernel): one sequence's chunk (one pass), then tiles of several sequences
  * (the general walk), with padding. */
 static const char *const mixed_prefill[] = {
-    "0: 0@0-19",
-    "0: 1@0-9 2@0-6",
-    "0: 0@20-31 1@10 2@7 3@0 4@0-2",
-    "0: 4@3 1@11 0@32-35 2@8-15 3@1 5@0-3",
-    NULL,
+    "0: 0@0-19", "0: 1@0-9 2@0-6", "0: 0@20-31 1@10 2@7 3@0 4@0-2", "0: 4@3 1@11 0@32-35 2@8-15 3@1 5@0-3", NULL,
 };
 
 /* A prefill program (64 rows) writes long histories; a decode program (3 rows) over T = 320 keys
  * splits them (flash decoding), the rows of several sequences in one run. */
 static const char *const split_decode[] = {
-    "0: 0@0-63",
-    "0: 0@64-127",
-    "0: 1@0-40 2@0-19",
-    "1: 0@128 1@41 2@20",
-    "1: 2@21 0@129",
-    "0: 0@130-160 2@22-50",
-    "1: 1@42 2@51 0@161",
-    NULL,
+    "0: 0@0-63",     "0: 0@64-127",          "0: 1@0-40 2@0-19",   "1: 0@128 1@41 2@20",
+    "1: 2@21 0@129", "0: 0@130-160 2@22-50", "1: 1@42 2@51 0@161", NULL,
 };
 
 /* Shaped like the runners' layers: a chunked prefill program (5 rows: q/k norm, RoPE and the K and V
  * writes in one kernel) and a decode program (1 row: all of it in the attention step). */
 static const char *const runner_runs[] = {
-    "0: 0@0-4",
-    "0: 1@0 0@5 1@1 0@6 1@2",
-    "1: 0@7",
-    "1: 1@3",
-    "0: 2@0-2 0@8 1@4",
-    "1: 2@3",
-    "1: 0@9",
-    "0: 0@10-14",
-    "1: 1@5",
-    NULL,
+    "0: 0@0-4",         "0: 1@0 0@5 1@1 0@6 1@2",
+    "1: 0@7",           "1: 1@3",
+    "0: 2@0-2 0@8 1@4", "1: 2@3",
+    "1: 0@9",           "0: 0@10-14",
+    "1: 1@5",           NULL,
 };
 
 static const rows_case cases[] = {
-    {"plain GQA 4/2 pages of 4", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 40, {6, 0},
-     {RLX_VK_KERNEL_attention}, mixed_small},
-    {"plain GQA 4/2 pages of 4, window 5", GRAPH_PLAIN, 4, 2, 32, 64, 5, 4, 40, {6, 0},
-     {RLX_VK_KERNEL_attention}, mixed_small},
-    {"plain 2/1 pages of 16, 20 rows", GRAPH_PLAIN, 2, 1, 64, 96, 0, 16, 20, {20, 0},
-     {RLX_VK_KERNEL_attention_prefill}, mixed_prefill},
-    {"plain 4/2 pages of 4, 20 rows, window 7", GRAPH_PLAIN, 4, 2, 32, 96, 7, 4, 70, {20, 0},
-     {RLX_VK_KERNEL_attention_prefill}, mixed_prefill},
-    {"plain 4/2 pages of 16, split decode", GRAPH_PLAIN, 4, 2, 32, 320, 0, 16, 40, {64, 3},
-     {RLX_VK_KERNEL_attention_prefill, RLX_VK_KERNEL_attention}, split_decode},
-    {"runner norm+rope 4/2 pages of 4", GRAPH_RUNNER_NORM, 4, 2, 32, 64, 0, 4, 16, {5, 1},
-     {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step}, runner_runs},
-    {"runner rope 8/2 Dh 16 pages of 4 (pool < T)", GRAPH_RUNNER, 8, 2, 16, 64, 0, 4, 12, {5, 1},
-     {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step}, runner_runs},
+    {"plain GQA 4/2 pages of 4", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 40, {6, 0}, {RLX_VK_KERNEL_attention}, mixed_small},
+    {"plain GQA 4/2 pages of 4, window 5",
+     GRAPH_PLAIN,
+     4,
+     2,
+     32,
+     64,
+     5,
+     4,
+     40,
+     {6, 0},
+     {RLX_VK_KERNEL_attention},
+     mixed_small},
+    {"plain 2/1 pages of 16, 20 rows",
+     GRAPH_PLAIN,
+     2,
+     1,
+     64,
+     96,
+     0,
+     16,
+     20,
+     {20, 0},
+     {RLX_VK_KERNEL_attention_prefill},
+     mixed_prefill},
+    {"plain 4/2 pages of 4, 20 rows, window 7",
+     GRAPH_PLAIN,
+     4,
+     2,
+     32,
+     96,
+     7,
+     4,
+     70,
+     {20, 0},
+     {RLX_VK_KERNEL_attention_prefill},
+     mixed_prefill},
+    {"plain 4/2 pages of 16, split decode",
+     GRAPH_PLAIN,
+     4,
+     2,
+     32,
+     320,
+     0,
+     16,
+     40,
+     {64, 3},
+     {RLX_VK_KERNEL_attention_prefill, RLX_VK_KERNEL_attention},
+     split_decode},
+    {"runner norm+rope 4/2 pages of 4",
+     GRAPH_RUNNER_NORM,
+     4,
+     2,
+     32,
+     64,
+     0,
+     4,
+     16,
+     {5, 1},
+     {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step},
+     runner_runs},
+    {"runner rope 8/2 Dh 16 pages of 4 (pool < T)",
+     GRAPH_RUNNER,
+     8,
+     2,
+     16,
+     64,
+     0,
+     4,
+     12,
+     {5, 1},
+     {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step},
+     runner_runs},
 };
 
 /* ---- refused rows ---- */
@@ -502,8 +551,8 @@ static void test_copy_pages(vkt_rng *r) {
         return;
     }
     run_rows rr;
-    bool ok = parse_run("0: 0@0-5", &rr) && run_paged(&b, &rr) && run_alone(&b, &rr) &&
-              parse_run("0: 0@6-11", &rr) && run_paged(&b, &rr) && run_alone(&b, &rr);
+    bool ok = parse_run("0: 0@0-5", &rr) && run_paged(&b, &rr) && run_alone(&b, &rr) && parse_run("0: 0@6-11", &rr) &&
+              run_paged(&b, &rr) && run_alone(&b, &rr);
     int32_t *a = b.pg.pages + (size_t)b.pg.table_row[0] * (size_t)b.pg.cols; /* A0 A1 A2 */
     int32_t B[3], C0, fresh;
     if (ok && b.pg.next_free + 5 <= c.n_pages) {
@@ -547,7 +596,8 @@ static rlx_graph *chain_graph(void) {
     if (!T_OK(rlx_graph_create(&g))) exit(1);
     rlx_shape heads = rlx_shape_make(3, (int64_t[]){1, 2, 32});
     rlx_node ids = rlx_input(g, "ids", RLX_DTYPE_I32, rlx_shape_make(1, (int64_t[]){1}));
-    rlx_node x = rlx_embed(g, rlx_weight_node(g, "emb", RLX_DTYPE_F16, rlx_shape_make(2, (int64_t[]){CH_VOCAB, CH_D})), ids);
+    rlx_node x =
+        rlx_embed(g, rlx_weight_node(g, "emb", RLX_DTYPE_F16, rlx_shape_make(2, (int64_t[]){CH_VOCAB, CH_D})), ids);
     x = rlx_rms_norm(g, x, rlx_weight_node(g, "norm", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){CH_D})), 1e-6f);
     rlx_node q = rlx_matmul(g, x, rlx_weight_node(g, "wq", RLX_DTYPE_F16, rlx_shape_make(2, (int64_t[]){CH_D, CH_D})));
     q = rlx_rope(g, rlx_reshape(g, q, heads), RLX_NO_NODE, (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, 32, 1e4f});
@@ -564,9 +614,9 @@ static rlx_graph *chain_graph(void) {
  * the CPU's single runs of sequence 1 alone. A table that does not cover the chain's last position
  * is refused. */
 static void test_chain(vkt_rng *r) {
-    rlx_weight w[4] = {vkt_weight(r, "emb", RLX_DTYPE_F16, 2, CH_D, CH_VOCAB, 1), vkt_weight(r, "norm", RLX_DTYPE_F32, 1, CH_D, 1, 1),
-                       vkt_weight(r, "wq", RLX_DTYPE_F16, 2, CH_D, CH_D, 1),
-                       vkt_weight(r, "wo", RLX_DTYPE_F16, 2, CH_D, CH_VOCAB, 1)};
+    rlx_weight w[4] = {
+        vkt_weight(r, "emb", RLX_DTYPE_F16, 2, CH_D, CH_VOCAB, 1), vkt_weight(r, "norm", RLX_DTYPE_F32, 1, CH_D, 1, 1),
+        vkt_weight(r, "wq", RLX_DTYPE_F16, 2, CH_D, CH_D, 1), vkt_weight(r, "wo", RLX_DTYPE_F16, 2, CH_D, CH_VOCAB, 1)};
     rlx_state_spec vkv = {.n_layer = 1, .n_head_kv = 2, .head_dim = 32, .page_size = 4, .n_pages = 20};
     rlx_state_spec ckv = {.n_layer = 1, .n_head_kv = 2, .head_dim = 32, .page_size = 1, .n_pages = CH_CTX};
     rlx_session *vs = NULL, *cs = NULL;

@@ -100,6 +100,9 @@ if(RLX_VULKAN)
   # lavapipe takes by default: the paths must stay equal
   rlx_add_vk_run(vk_path_parity_gpu_plans test_path_parity models/qwen3/qwen3-F32.gguf)
   set_property(TEST vk_path_parity_gpu_plans APPEND PROPERTY ENVIRONMENT RLX_VK_PLANS=gpu RLX_VK_WARM_NEXT=4)
+  # The engine (many sequences over the paged pool: rows, page tables, copy_pages, run_chain) on
+  # Vulkan: batched == alone, chunked == one shot, prefix sharing, preemption, within the tolerance
+  rlx_add_vk_run(vk_engine test_engine --vulkan)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
   rlx_add_vk_run(vk_runner_nonfinite test_runner_nonfinite) # NaN logits: ARGMAX gives -1, chains stop
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
