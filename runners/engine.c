@@ -138,6 +138,22 @@ rlx_status rlx_engine_open(const char *path, const rlx_engine_opts *opts, rlx_en
     return NULL;
 }
 
+rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_tokens, int64_t *bytes) {
+    if (!path || !bytes || n_seqs < 1 || n_tokens < 1)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "kv_memory_for: %d sequences of %d tokens (expected >= 1 each)",
+                          (int)n_seqs, (int)n_tokens);
+    rlx_model *m = NULL;
+    RLX_TRY(rlx_model_open(path, &m));
+    int64_t per_page = page_bytes(&m->config, PAGE_SIZE);
+    rlx_model_close(m);
+    int64_t pages = (int64_t)n_seqs * ((n_tokens + PAGE_SIZE - 1) / PAGE_SIZE) + 1, total;
+    if (__builtin_mul_overflow(pages, per_page, &total))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "kv_memory_for: %lld pages of %lld bytes overflow", (long long)pages,
+                          (long long)per_page);
+    *bytes = total;
+    return NULL;
+}
+
 static void seq_clear(rlx_engine *e, eng_seq *s) {
     if (e->pages) rlx_kv_pages_release(e->pages, &s->table);
     rlx_sampler_destroy(s->sampler);

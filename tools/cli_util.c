@@ -105,6 +105,33 @@ rlx_status rlx_cli_parse_u64(const char *opt, const char *text, uint64_t *out) {
     return NULL;
 }
 
+rlx_status rlx_cli_parse_size(const char *opt, const char *text, int64_t min, int64_t max, int64_t *out) {
+    static const char units[] = "KMGT";
+    size_t len = strlen(text);
+    const char *unit = len > 0 ? strchr(units, toupper((unsigned char)text[len - 1])) : NULL;
+    if (unit && !*unit) unit = NULL; /* strchr finds the terminating NUL too */
+    char digits[32];
+    size_t n = unit ? len - 1 : len;
+    if (n == 0 || n >= sizeof digits || !isdigit((unsigned char)text[0]))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a size (bytes, or a number with K, M, G or T)",
+                          opt, text);
+    memcpy(digits, text, n);
+    digits[n] = '\0';
+    uint64_t v;
+    rlx_status s = rlx_cli_parse_u64(opt, digits, &v);
+    if (s) {
+        rlx_status_free(s);
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a size (bytes, or a number with K, M, G or T)",
+                          opt, text);
+    }
+    int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+    if (v > (uint64_t)INT64_MAX >> shift || (int64_t)(v << shift) < min || (int64_t)(v << shift) > max)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: %s is out of range [%lld, %lld] bytes", opt, text,
+                          (long long)min, (long long)max);
+    *out = (int64_t)(v << shift);
+    return NULL;
+}
+
 rlx_status rlx_cli_parse_f64(const char *opt, const char *text, double min, double max, double *out) {
     char *end;
     double v = strtod(text, &end);

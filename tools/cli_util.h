@@ -30,6 +30,9 @@ rlx_status rlx_cli_parse_i32(const char *opt, const char *text, int32_t min, int
 rlx_status rlx_cli_parse_threads(const char *opt, const char *text, int *out);
 /* A whole decimal unsigned 64-bit integer (no sign). */
 rlx_status rlx_cli_parse_u64(const char *opt, const char *text, uint64_t *out);
+/* A size in bytes: a whole number with an optional suffix K, M, G or T (powers of 1024, either
+ * case), e.g. 512M; in [min, max]. */
+rlx_status rlx_cli_parse_size(const char *opt, const char *text, int64_t min, int64_t max, int64_t *out);
 /* A finite number in [min, max]. */
 rlx_status rlx_cli_parse_f64(const char *opt, const char *text, double min, double max, double *out);
 

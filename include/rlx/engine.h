@@ -72,6 +72,10 @@ typedef struct rlx_seq_opts {
 } rlx_seq_opts;
 
 rlx_status rlx_engine_open(const char *path, const rlx_engine_opts *opts, rlx_engine **out);
+/* The kv_memory that holds n_seqs sequences of n_tokens tokens each at once (whole pages, plus the
+ * spare page the pool keeps), for the model at path: a caller sizing the pool for a known load (a
+ * benchmark) need not know the page size or the K/V layout. */
+rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_tokens, int64_t *bytes);
 void rlx_engine_close(rlx_engine *e); /* NULL is fine */
 
 /* A new, empty sequence. *id is valid until rlx_engine_seq_free. */

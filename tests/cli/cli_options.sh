@@ -154,7 +154,7 @@ expect 2 "rlx generate: option -n needs a value" "run 'rlx generate --help' for 
 expect 2 "rlx generate: option --n-predict needs a value" "run 'rlx generate --help' for its options" generate --n-predict
 expect 2 "rlx generate: -n: 0 is out of range [1, 2147483647]" "run 'rlx generate --help' for its options" generate -n 0
 expect 2 "rlx generate: --n-predict: 0 is out of range [1, 2147483647]" "run 'rlx generate --help' for its options" generate --n-predict=0
-expect 2 "rlx generate: missing --tokens IDS (comma-separated token ids)" "run 'rlx generate --help' for its options" generate -m x
+expect 2 "rlx generate: missing --tokens IDS (comma-separated token ids) or --tokens-file FILE" "run 'rlx generate --help' for its options" generate -m x
 expect 2 "rlx generate: missing -n N (how many tokens to generate)" "run 'rlx generate --help' for its options" generate -m x --tokens 1
 expect 2 "rlx generate: missing -n N (how many tokens to generate)" "run 'rlx generate --help' for its options" generate --tokens=1,2 -m x
 expect 2 "rlx generate: unknown option '--no-cache=1'" "run 'rlx generate --help' for its options" generate -m x --tokens 1 -n 1 --no-cache=1
