@@ -35,20 +35,43 @@ static void print_floor(const rlx_bench_result *r, const rlx_bench_test *t, FILE
                 (int)r->decode_ahead);
 }
 
-void rlx_bench_print_md(const rlx_bench_result *r, FILE *f) {
-    char size[32], params[32], where[300];
+/* The columns every row starts with: model, size, params, backend, threads or device. */
+static void row_start(const rlx_bench_result *r, FILE *f) {
+    char size[32], params[32];
     rlx_bench_format_bytes((double)r->model.size_bytes, size, sizeof size);
     rlx_bench_format_count(r->model.n_params, 2, params, sizeof params);
+    fprintf(f, "| %s | %s | %s | %s | ", r->model.description, size, params, r->backend);
     if (r->device.n_threads > 0)
-        snprintf(where, sizeof where, "%d", r->device.n_threads);
+        fprintf(f, "%d |", r->device.n_threads);
     else
-        snprintf(where, sizeof where, "%s", r->device.name);
+        fprintf(f, "%s |", r->device.name);
+}
+
+/* --parallel: one row per test (per B), llama-batched-bench's figures as mean ± sd. */
+static void print_par_md(const rlx_bench_result *r, FILE *f) {
+    fprintf(f, "| model | size | params | backend | %s | test | B | pp t/s | tg t/s | tg t/s per sequence |\n",
+            r->device.n_threads > 0 ? "threads" : "device");
+    fprintf(f, "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < r->n_par; i++) {
+        const rlx_bench_par *t = &r->par[i];
+        row_start(r, f);
+        fprintf(f, " %s | %d | %.2f ± %.2f | %.2f ± %.2f | %.2f ± %.2f |\n", t->name, (int)t->n_parallel, t->pp.mean,
+                t->pp.sd, t->tg.mean, t->tg.sd, t->tg_seq.mean, t->tg_seq.sd);
+    }
+    fprintf(f, "\ndevice: %s\n", r->device.line);
+}
+
+void rlx_bench_print_md(const rlx_bench_result *r, FILE *f) {
+    if (r->n_par > 0) {
+        print_par_md(r, f);
+        return;
+    }
     fprintf(f, "| model | size | params | backend | %s | test | t/s |\n", r->device.n_threads > 0 ? "threads" : "device");
     fprintf(f, "| --- | ---: | ---: | --- | --- | ---: | ---: |\n");
     for (int i = 0; i < r->n_tests; i++) {
         const rlx_bench_test *t = &r->tests[i];
-        fprintf(f, "| %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", r->model.description, size, params, r->backend,
-                where, t->name, t->mean, t->sd);
+        row_start(r, f);
+        fprintf(f, " %s | %.2f ± %.2f |\n", t->name, t->mean, t->sd);
     }
     fprintf(f, "\n");
     bool any_tg = false;
@@ -84,8 +107,23 @@ static json_t *test_json(const rlx_bench_test *t) {
                           (int)t->reps, "samples_s", samples(t->seconds, t->reps), "samples_ts",
                           samples(t->tps, t->reps), "avg_ts", t->mean, "stddev_ts", t->sd, "min_ts", t->min, "max_ts",
                           t->max);
+    if (j) json_object_set_new(j, "n_depth", json_integer(t->n_depth));
     if (j && t->is_tg) json_object_set_new(j, "floor", t->has_floor ? floor_json(&t->floor) : json_null());
     return j;
+}
+
+/* One figure of a --parallel test: its samples and their statistics. */
+static json_t *figure_json(const rlx_bench_test *t) {
+    return json_pack("{s:o, s:o, s:f, s:f, s:f, s:f}", "samples_s", samples(t->seconds, t->reps), "samples_ts",
+                     samples(t->tps, t->reps), "avg_ts", t->mean, "stddev_ts", t->sd, "min_ts", t->min, "max_ts",
+                     t->max);
+}
+
+static json_t *par_json(const rlx_bench_par *t) {
+    return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "name", t->name, "kind", "parallel",
+                     "n_parallel", (int)t->n_parallel, "n_prompt", (int)t->n_prompt, "n_gen", (int)t->n_gen, "n_depth",
+                     (int)t->n_depth, "repetitions", (int)t->reps, "pp", figure_json(&t->pp), "tg",
+                     figure_json(&t->tg), "tg_per_sequence", figure_json(&t->tg_seq));
 }
 
 static json_t *bandwidth_json(const rlx_bench_result *r) {
@@ -99,6 +137,7 @@ rlx_status rlx_bench_print_json(const rlx_bench_result *r, FILE *f) {
     const rlx_bench_model *m = &r->model;
     json_t *tests = json_array();
     for (int i = 0; tests && i < r->n_tests; i++) json_array_append_new(tests, test_json(&r->tests[i]));
+    for (int i = 0; tests && i < r->n_par; i++) json_array_append_new(tests, par_json(&r->par[i]));
     json_t *device = json_pack("{s:s, s:s}", "name", r->device.name, "line", r->device.line);
     if (device && r->device.n_threads > 0) json_object_set_new(device, "n_threads", json_integer(r->device.n_threads));
     json_t *j = json_pack("{s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I}, s:s, s:o, s:i, s:o, s:o}", "model", "path",

@@ -22,8 +22,9 @@ typedef struct rlx_bench_floor {
 } rlx_bench_floor;
 
 typedef struct rlx_bench_test {
-    char name[24];           /* "pp512", "tg128" */
+    char name[40];           /* "pp512", "tg128", "tg128 @ d512" */
     bool is_tg;
+    int32_t n_depth;         /* tokens already in the KV cache before the test (llama-bench's -d) */
     int32_t n_prompt;        /* pp: the batch; tg: the untimed prompt before the timed steps */
     int32_t n_gen;           /* tg: timed decode steps; pp: 0 */
     int32_t reps;
@@ -33,6 +34,15 @@ typedef struct rlx_bench_test {
     bool has_floor;
     rlx_bench_floor floor;
 } rlx_bench_test;
+
+/* --parallel: B sequences, each a prompt of n_prompt distinct ids after n_depth untimed ones, then
+ * n_gen decode steps of all B together (llama-batched-bench's protocol). pp.tps: B * n_prompt /
+ * prefill seconds; tg.tps: B * n_gen / decode seconds; tg_seq.tps: n_gen / decode seconds. */
+typedef struct rlx_bench_par {
+    char name[48];           /* "pp512+tg128", "pp512+tg128 @ d4096" */
+    int32_t n_parallel, n_prompt, n_gen, n_depth, reps;
+    rlx_bench_test pp, tg, tg_seq; /* the samples of each figure (seconds, tps) and their stats */
+} rlx_bench_par;
 
 typedef struct rlx_bench_result {
     const char *model_path;  /* borrowed */
@@ -46,6 +56,8 @@ typedef struct rlx_bench_result {
     char bandwidth_error[512]; /* why there is no figure, "" otherwise */
     rlx_bench_test *tests;   /* owned, n_tests */
     int n_tests;
+    rlx_bench_par *par;      /* owned, n_par: the --parallel tests (then there are no tests) */
+    int n_par;
 } rlx_bench_result;
 
 /* mean / sd / min / max of t->tps */

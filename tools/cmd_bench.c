@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_parallel.h"
 #include "bench_report.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -14,6 +15,7 @@
 #define BENCH_MAX_TOKENS (1 << 20)
 #define BENCH_MAX_REPS 1000
 #define BENCH_MAX_TESTS 64
+#define BENCH_MAX_PARALLEL 4096
 /* tg's untimed prompt: one token, so the timed steps attend over 2 .. N + 1 positions, next to
  * llama-bench's tg (no prompt: 1 .. N). */
 #define TG_PROMPT 1
@@ -33,6 +35,17 @@ static void usage(FILE *f) {
             "Each test runs once untimed (the warm-up, which also compiles the programs and buckets it\n"
             "needs), then R times; t/s is the mean ± sample standard deviation of the R figures.\n"
             "Prompt ids are a fixed pseudo-random sequence over the vocabulary, without BOS and EOS.\n"
+            "With -d D (llama-bench's), each test runs after D such tokens are in the KV cache\n"
+            "(computed untimed): ppP @ dD prefills P tokens after them, tgN @ dD decodes after them.\n"
+            "\n"
+            "With --parallel B (llama-batched-bench's -npl), each test instead runs B sequences stepped\n"
+            "together through the engine (continuous batching; no prompt reuses another's pages):\n"
+            "each gets D untimed tokens, then P prompt tokens of its own (timed for all B until the\n"
+            "last prompt's logits are back: pp t/s = B * P / that time), then N decode steps of all B\n"
+            "at once (tg t/s = B * N / their time, summed over the sequences; per sequence: N / it).\n"
+            "One row per B, P, N and D; no bandwidth floor. The engine holds B full sequences of\n"
+            "D + P + N + 1 tokens (KV memory sized to fit), takes at least B rows a step (a decode step\n"
+            "is one batch) and prefills in chunks of P (at most 512, or B rows when more).\n"
             "\n"
             "For each tg test it prints the bandwidth floor: the bytes one decode step must read\n"
             "(every weight tensor once, except the token-embedding table, of which a step reads one\n"
@@ -49,6 +62,10 @@ static void usage(FILE *f) {
             "  -p, --n-prompt LIST    prompt lengths, comma-separated, e.g. 128,512 (default 512;\n"
             "                         0 skips pp)\n"
             "  -n, --n-gen LIST       decode steps, comma-separated (default 128; 0 skips tg)\n"
+            "  -d, --n-depth LIST     tokens in the KV cache before each test, comma-separated\n"
+            "                         (default 0)\n"
+            "  --parallel LIST        sequences decoded together, comma-separated, e.g. 1,8,32,64\n"
+            "                         (also -npl, llama-batched-bench's spelling); -p and -n >= 1\n"
             "  -r, --repetitions N    timed repetitions of each test, 1..%d (default 3)\n"
             "  --backend NAME         cpu or vulkan (default: a Vulkan GPU when there is one, else cpu)\n"
             "  --device NAME          the Vulkan device, by index or name substring (default:\n"
@@ -57,28 +74,31 @@ static void usage(FILE *f) {
             "  --decode-ahead N       tg: greedy steps decoded on the device per round trip to the\n"
             "                         host, 1..64 (default 8; 1: a round trip per token, as llama-bench)\n"
             "  -c, --ctx N            context length (default: the model's, at most 4096, raised to\n"
-            "                         fit the largest test: P, or 1 + N + 1); a smaller N is an error\n"
+            "                         fit the largest test: D + P (+ 1 when D > 0), or D + 1 + N + 1;\n"
+            "                         --parallel: D + P + N + 1); a smaller N is an error\n"
             "  -o, --output FORMAT    md (default): a llama-bench-like table, then the floor lines and\n"
             "                         the device line; json: one object with every number and sample\n"
             "  --bw-remeasure         measure the bandwidth again and replace the cached figure\n"
             "  -h, --help             this text\n"
             "\n"
             "Results go to stdout; progress goes to stderr when it is a terminal.\n"
-            "Each P and N is in 0..%d.\n"
+            "Each P, N and D is in 0..%d; B in 1..%d.\n"
             "exit status: 0 on success, 1 when the model or a run fails, 2 on bad arguments.\n",
-            BENCH_MAX_REPS, BENCH_MAX_TOKENS);
+            BENCH_MAX_REPS, BENCH_MAX_TOKENS, BENCH_MAX_PARALLEL);
 }
 
 typedef struct bench_args {
     rlx_cli_model_args m;   /* model, backend, device, threads, ctx (no --tokens) */
     int32_t *pp, *tg;       /* owned: the lists as given (0 entries skip) */
     int32_t n_pp, n_tg;
+    int32_t *depth, *npl;   /* owned: -d (NULL: 0) and --parallel (NULL: single-sequence tests) */
+    int32_t n_depth, n_npl;
     int32_t reps;
     bool json, remeasure, help;
 } bench_args;
 
-/* "128,512": each item a whole number in [0, BENCH_MAX_TOKENS]. */
-static rlx_status parse_list(const char *name, const char *v, int32_t **list, int32_t *n) {
+/* "128,512": each item a whole number in [min, max]. */
+static rlx_status parse_list(const char *name, const char *v, int64_t min, int64_t max, int32_t **list, int32_t *n) {
     free(*list);
     *n = 1;
     for (const char *c = v; *c; c++) *n += *c == ',';
@@ -94,14 +114,14 @@ static rlx_status parse_list(const char *name, const char *v, int32_t **list, in
         memcpy(text, item, len);
         text[len] = 0;
         int64_t x;
-        RLX_TRY(rlx_cli_parse_i64(name, text, 0, BENCH_MAX_TOKENS, &x));
+        RLX_TRY(rlx_cli_parse_i64(name, text, min, max, &x));
         (*list)[k] = (int32_t)x;
         item += len + 1;
     }
     return NULL;
 }
 
-enum { OPT_BW_REMEASURE = RLX_OPT_COMMAND };
+enum { OPT_BW_REMEASURE = RLX_OPT_COMMAND, OPT_PARALLEL };
 
 /* The model options but --tokens: bench makes its own ids. */
 static const struct option options[] = {
@@ -109,6 +129,8 @@ static const struct option options[] = {
     RLX_CLI_DECODE_AHEAD_OPTION,
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-gen", required_argument, NULL, 'n'},
+    {"n-depth", required_argument, NULL, 'd'},
+    {"parallel", required_argument, NULL, OPT_PARALLEL},
     {"repetitions", required_argument, NULL, 'r'},
     {"output", required_argument, NULL, 'o'},
     {"bw-remeasure", no_argument, NULL, OPT_BW_REMEASURE},
@@ -124,9 +146,13 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     if (matched) return NULL;
     switch (opt) {
     case 'p':
-        return parse_list(p->name, p->value, &a->pp, &a->n_pp);
+        return parse_list(p->name, p->value, 0, BENCH_MAX_TOKENS, &a->pp, &a->n_pp);
     case 'n':
-        return parse_list(p->name, p->value, &a->tg, &a->n_tg);
+        return parse_list(p->name, p->value, 0, BENCH_MAX_TOKENS, &a->tg, &a->n_tg);
+    case 'd':
+        return parse_list(p->name, p->value, 0, BENCH_MAX_TOKENS, &a->depth, &a->n_depth);
+    case OPT_PARALLEL:
+        return parse_list(p->name, p->value, 1, BENCH_MAX_PARALLEL, &a->npl, &a->n_npl);
     case 'r':
         return rlx_cli_parse_i32(p->name, p->value, 1, BENCH_MAX_REPS, &a->reps);
     case 'o':
@@ -154,7 +180,7 @@ static rlx_status default_list(int32_t n, int32_t **list, int32_t *count) {
 }
 
 static rlx_status parse(int argc, char **argv, bench_args *a) {
-    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:n:r:o:h", .longs = options,
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "p:n:d:r:o:h", .longs = options,
                         .long_names = "tc"};
     RLX_TRY(rlx_cli_parse(&p, apply, a));
     if (a->help) return NULL;
@@ -162,39 +188,53 @@ static rlx_status parse(int argc, char **argv, bench_args *a) {
     /* llama-bench's defaults, each list on its own: -p 64 alone still runs tg128 */
     if (!a->pp) RLX_TRY(default_list(512, &a->pp, &a->n_pp));
     if (!a->tg) RLX_TRY(default_list(128, &a->tg, &a->n_tg));
-    int tests = 0;
-    for (int32_t k = 0; k < a->n_pp; k++) tests += a->pp[k] > 0;
-    for (int32_t k = 0; k < a->n_tg; k++) tests += a->tg[k] > 0;
-    if (tests == 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "nothing to run: every -p and -n is 0");
+    if (!a->depth) RLX_TRY(default_list(0, &a->depth, &a->n_depth));
+    int64_t tests = 0;
+    if (a->npl) {
+        for (int32_t k = 0; k < a->n_pp; k++)
+            if (a->pp[k] == 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--parallel: -p 0: every prompt needs >= 1 token");
+        for (int32_t k = 0; k < a->n_tg; k++)
+            if (a->tg[k] == 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--parallel: -n 0: every test decodes >= 1 step");
+        tests = (int64_t)a->n_pp * a->n_tg * a->n_npl * a->n_depth;
+    } else {
+        for (int32_t k = 0; k < a->n_pp; k++) tests += a->pp[k] > 0;
+        for (int32_t k = 0; k < a->n_tg; k++) tests += a->tg[k] > 0;
+        if (tests == 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "nothing to run: every -p and -n is 0");
+        tests *= a->n_depth;
+    }
     if (tests > BENCH_MAX_TESTS)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%d tests: at most %d", tests, BENCH_MAX_TESTS);
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%lld tests: at most %d", (long long)tests, BENCH_MAX_TESTS);
     return NULL;
 }
 
+/* Tokens a test's sequence holds: pp at a depth runs as a continuation with one sampled token. */
+static int64_t test_tokens(const rlx_bench_test *t) {
+    if (t->is_tg) return (int64_t)t->n_depth + t->n_prompt + t->n_gen + 1;
+    return (int64_t)t->n_depth + t->n_prompt + (t->n_depth > 0);
+}
+
 /* The context every test fits in: the one asked for (an error when too small), else the
- * runner's default raised as needed. */
-static rlx_status fit_context(bench_args *a, const rlx_bench_model *m) {
+ * runner's default raised as needed (--parallel: bench_parallel.c sizes the engine). */
+static rlx_status fit_context(bench_args *a, const rlx_bench_result *res) {
     int64_t need = 0;
     const char *what = NULL;
-    char buf[2][48];
-    for (int32_t k = 0; k < a->n_pp; k++)
-        if (a->pp[k] > need) {
-            need = a->pp[k];
-            snprintf(buf[0], sizeof buf[0], "pp%d", (int)a->pp[k]);
-            what = buf[0];
+    for (int i = 0; i < res->n_tests; i++)
+        if (test_tokens(&res->tests[i]) > need) {
+            need = test_tokens(&res->tests[i]);
+            what = res->tests[i].name;
         }
-    for (int32_t k = 0; k < a->n_tg; k++)
-        if (a->tg[k] > 0 && TG_PROMPT + a->tg[k] + 1 > need) {
-            need = TG_PROMPT + a->tg[k] + 1;
-            snprintf(buf[1], sizeof buf[1], "tg%d (%d + %d + 1 tokens)", (int)a->tg[k], TG_PROMPT, (int)a->tg[k]);
-            what = buf[1];
+    for (int i = 0; i < res->n_par; i++)
+        if (rlx_bench_par_tokens(&res->par[i]) > need) {
+            need = rlx_bench_par_tokens(&res->par[i]);
+            what = res->par[i].name;
         }
     if (a->m.opts.n_ctx > 0 && a->m.opts.n_ctx < need)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--ctx %d is too small for %s: it needs %lld",
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--ctx %d is too small for %s: it needs %lld tokens",
                           (int)a->m.opts.n_ctx, what, (long long)need);
-    uint32_t train = m->config.n_ctx_train ? m->config.n_ctx_train : RUNNER_DEFAULT_MAX_CTX;
+    if (need > INT32_MAX) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s needs %lld tokens", what, (long long)need);
+    uint32_t train = res->model.config.n_ctx_train ? res->model.config.n_ctx_train : RUNNER_DEFAULT_MAX_CTX;
     int64_t dflt = train < RUNNER_DEFAULT_MAX_CTX ? train : RUNNER_DEFAULT_MAX_CTX;
-    if (a->m.opts.n_ctx == 0 && need > dflt) a->m.opts.n_ctx = (int32_t)need;
+    if (res->n_par == 0 && a->m.opts.n_ctx == 0 && need > dflt) a->m.opts.n_ctx = (int32_t)need;
     return NULL;
 }
 
@@ -232,7 +272,19 @@ static void show_progress(const bench_run *b, const rlx_bench_test *t, int32_t r
         fprintf(stderr, "\r\033[Krlx bench: %s %d/%d", t->name, (int)rep + 1, (int)t->reps);
 }
 
+/* At a depth, the depth's tokens are prefilled untimed and the prompt continues them (one offset
+ * prefill and one sampled token). */
 static rlx_status time_pp(bench_run *b, const rlx_bench_test *t, float *logits, double *seconds) {
+    if (t->n_depth > 0) {
+        RLX_TRY(rlx_runner_prefill_get_last_logits(b->r, b->ids, t->n_depth, logits));
+        rlx_sample_opts so = rlx_sample_opts_greedy();
+        so.ignore_eos = true;
+        double t0 = rlx_cli_now();
+        RLX_TRY(rlx_runner_generate_incremental(b->r, b->ids, t->n_depth + t->n_prompt, 1, &so, NULL, NULL, NULL,
+                                                NULL));
+        *seconds = rlx_cli_now() - t0;
+        return NULL;
+    }
     double t0 = rlx_cli_now();
     RLX_TRY(rlx_runner_prefill_get_last_logits(b->r, b->ids, t->n_prompt, logits));
     *seconds = rlx_cli_now() - t0;
@@ -257,7 +309,7 @@ static rlx_status time_tg(bench_run *b, const rlx_bench_test *t, double *seconds
     rlx_sample_opts so = rlx_sample_opts_greedy();
     so.ignore_eos = true;
     tg_clock c = {0};
-    RLX_TRY(rlx_runner_generate(b->r, b->ids, t->n_prompt, t->n_gen + 1, &so, on_token, &c, NULL, NULL));
+    RLX_TRY(rlx_runner_generate(b->r, b->ids, t->n_depth + t->n_prompt, t->n_gen + 1, &so, on_token, &c, NULL, NULL));
     if (c.n != t->n_gen + 1)
         return rlx_errorf(RLX_ERR_DEVICE, "bench %s: generated %d tokens, expected %d", t->name, (int)c.n,
                           (int)t->n_gen + 1);
@@ -279,23 +331,41 @@ static rlx_status run_test(bench_run *b, rlx_bench_test *t, float *logits) {
     return NULL;
 }
 
-static rlx_status add_test(rlx_bench_result *res, bool is_tg, int32_t n, int32_t reps) {
+static rlx_status add_test(rlx_bench_result *res, bool is_tg, int32_t n, int32_t depth, int32_t reps) {
     rlx_bench_test *t = &res->tests[res->n_tests];
-    *t = (rlx_bench_test){.is_tg = is_tg, .n_prompt = is_tg ? TG_PROMPT : n, .n_gen = is_tg ? n : 0, .reps = reps};
-    snprintf(t->name, sizeof t->name, "%s%d", is_tg ? "tg" : "pp", (int)n);
+    *t = (rlx_bench_test){.is_tg = is_tg, .n_prompt = is_tg ? TG_PROMPT : n, .n_gen = is_tg ? n : 0, .n_depth = depth,
+                          .reps = reps};
+    int len = snprintf(t->name, sizeof t->name, "%s%d", is_tg ? "tg" : "pp", (int)n);
+    if (depth > 0) snprintf(t->name + len, sizeof t->name - (size_t)len, " @ d%d", (int)depth); /* llama-bench's */
     t->seconds = calloc((size_t)reps, sizeof *t->seconds);
     t->tps = calloc((size_t)reps, sizeof *t->tps);
     res->n_tests++;
     return t->seconds && t->tps ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: %d samples", (int)reps);
 }
 
+/* --parallel: every P, N, D and B, B innermost (one row per B). */
+static rlx_status plan_par(const bench_args *a, rlx_bench_result *res) {
+    res->par = calloc(BENCH_MAX_TESTS, sizeof *res->par);
+    if (!res->par) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: the test table");
+    for (int32_t p = 0; p < a->n_pp; p++)
+        for (int32_t n = 0; n < a->n_tg; n++)
+            for (int32_t d = 0; d < a->n_depth; d++)
+                for (int32_t b = 0; b < a->n_npl; b++)
+                    RLX_TRY(rlx_bench_par_init(&res->par[res->n_par++], a->npl[b], a->pp[p], a->tg[n], a->depth[d],
+                                               a->reps));
+    return NULL;
+}
+
 static rlx_status plan_tests(const bench_args *a, rlx_bench_result *res) {
+    if (a->npl) return plan_par(a, res);
     res->tests = calloc(BENCH_MAX_TESTS, sizeof *res->tests);
     if (!res->tests) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: the test table");
     for (int32_t k = 0; k < a->n_pp; k++)
-        if (a->pp[k] > 0) RLX_TRY(add_test(res, false, a->pp[k], a->reps));
+        for (int32_t d = 0; d < a->n_depth; d++)
+            if (a->pp[k] > 0) RLX_TRY(add_test(res, false, a->pp[k], a->depth[d], a->reps));
     for (int32_t k = 0; k < a->n_tg; k++)
-        if (a->tg[k] > 0) RLX_TRY(add_test(res, true, a->tg[k], a->reps));
+        for (int32_t d = 0; d < a->n_depth; d++)
+            if (a->tg[k] > 0) RLX_TRY(add_test(res, true, a->tg[k], a->depth[d], a->reps));
     return NULL;
 }
 
@@ -303,7 +373,7 @@ static rlx_status run_tests(const bench_args *a, rlx_bench_result *res) {
     bench_run b = {.progress = isatty(STDERR_FILENO)};
     int32_t n_ids = TG_PROMPT;
     for (int i = 0; i < res->n_tests; i++)
-        if (res->tests[i].n_prompt > n_ids) n_ids = res->tests[i].n_prompt;
+        if (res->tests[i].n_depth + res->tests[i].n_prompt > n_ids) n_ids = res->tests[i].n_depth + res->tests[i].n_prompt;
     RLX_TRY(make_ids(&b, &res->model, n_ids));
     float *logits = NULL;
     rlx_status s = rlx_runner_open(a->m.model, &a->m.opts, &b.r);
@@ -329,10 +399,11 @@ static void compute_floors(rlx_bench_result *res) {
         rlx_bench_test *t = &res->tests[i];
         if (!t->is_tg || !res->has_bandwidth) continue;
         rlx_bench_floor *fl = &t->floor;
-        /* timed step k (1..N) feeds generated token k and attends over TG_PROMPT + k positions */
-        fl->mean_context = TG_PROMPT + (t->n_gen + 1) / 2.0;
+        /* timed step k (1..N) feeds generated token k and attends over depth + TG_PROMPT + k positions */
+        int64_t before = (int64_t)t->n_depth + TG_PROMPT;
+        fl->mean_context = (double)before + (t->n_gen + 1) / 2.0;
         fl->weight_bytes = (double)res->model.weight_bytes_per_token;
-        fl->kv_bytes = rlx_bench_kv_bytes_per_step(&res->model, TG_PROMPT + 1, t->n_gen);
+        fl->kv_bytes = rlx_bench_kv_bytes_per_step(&res->model, before + 1, t->n_gen);
         fl->bytes_per_token = fl->weight_bytes + fl->kv_bytes;
         fl->floor_tps = fl->bytes_per_token > 0 ? res->bandwidth.bytes_per_s / fl->bytes_per_token : 0.0;
         fl->ratio = fl->floor_tps > 0 ? t->mean / fl->floor_tps : 0.0;
@@ -358,8 +429,10 @@ static void add_bandwidth(const bench_args *a, rlx_bench_result *res) {
 }
 
 static rlx_status measure_and_print(bench_args *a, rlx_bench_result *res) {
-    RLX_TRY(plan_tests(a, res));
-    RLX_TRY(run_tests(a, res));
+    if (res->n_par > 0)
+        RLX_TRY(rlx_bench_par_run(a->m.model, &a->m.opts, isatty(STDERR_FILENO), res));
+    else
+        RLX_TRY(run_tests(a, res));
     RLX_TRY(rlx_bench_device_describe(res->backend, a->m.opts.device, a->m.opts.n_threads, &res->device));
     add_bandwidth(a, res);
     if (a->json) return rlx_bench_print_json(res, stdout);
@@ -373,8 +446,12 @@ static void bench_free(bench_args *a, rlx_bench_result *res) {
         free(res->tests[i].tps);
     }
     free(res->tests);
+    for (int i = 0; res->par && i < res->n_par; i++) rlx_bench_par_free(&res->par[i]);
+    free(res->par);
     free(a->pp);
     free(a->tg);
+    free(a->depth);
+    free(a->npl);
 }
 
 /* Usage errors in one line (rlx_cli_fail adds a second one pointing at --help). */
@@ -388,7 +465,9 @@ static int run_bench(bench_args *a, rlx_bench_result *res) {
     res->model_path = a->m.model;
     rlx_status s = rlx_bench_model_read(a->m.model, &res->model);
     if (s) return rlx_cli_fail("bench", s, false);
-    s = fit_context(a, &res->model);
+    s = plan_tests(a, res);
+    if (s) return rlx_cli_fail("bench", s, false);
+    s = fit_context(a, res);
     if (s) return usage_fail(s);
     s = measure_and_print(a, res);
     return s ? rlx_cli_fail("bench", s, false) : RLX_EXIT_OK;
@@ -397,7 +476,11 @@ static int run_bench(bench_args *a, rlx_bench_result *res) {
 int rlx_cmd_bench(int argc, char **argv) {
     bench_args a = {.m = {.opts = rlx_runner_opts_default()}, .reps = 3};
     rlx_bench_result res = {0};
-    rlx_status s = parse(argc, argv, &a);
+    /* llama-batched-bench's -npl: getopt would read it as -n pl */
+    char **args = malloc((size_t)(argc + 1) * sizeof *args);
+    if (!args) return rlx_cli_fail("bench", rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: arguments"), false);
+    for (int i = 0; i <= argc; i++) args[i] = i < argc && argv[i] && !strcmp(argv[i], "-npl") ? "--parallel" : argv[i];
+    rlx_status s = parse(argc, args, &a);
     int code = RLX_EXIT_OK;
     if (s)
         code = usage_fail(s);
@@ -406,5 +489,6 @@ int rlx_cmd_bench(int argc, char **argv) {
     else
         code = run_bench(&a, &res);
     bench_free(&a, &res);
+    free(args);
     return code;
 }
