@@ -113,8 +113,8 @@ if [ "$backend" = cpu ]; then
   check; [ "$(jq '.n_ctx >= 2100' "$tmp/out")" = true ] || fail "context not raised: n_ctx $(jq .n_ctx "$tmp/out")"
 fi
 
-# ---- bad arguments: exit 2, one line ----
-bad() { # NEEDLE ARGS...
+# bad NEEDLE ARGS...: exit 2, one line on stderr naming NEEDLE, nothing on stdout
+bad() {
   local needle=$1; shift
   check
   "$RLX" bench "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
@@ -123,6 +123,49 @@ bad() { # NEEDLE ARGS...
   grep -q -- "$needle" "$tmp/err" || fail "bench $*: error lacks '$needle': $(cat "$tmp/err")"
   [ -s "$tmp/out" ] && fail "bench $*: wrote to stdout"
 }
+# ---- -d: tests after tokens in the KV cache (llama-bench's names "pp16 @ d32") ----
+bench -p 16 -n 8 -d 0,32 -r 2 -o json
+check; [ "$(jq -r '[.tests[].name] | join(",")' "$tmp/out")" = "pp16,pp16 @ d32,tg8,tg8 @ d32" ] \
+  || fail "-d tests: $(jq -c '[.tests[].name]' "$tmp/out")"
+check; [ "$(jq -c '[.tests[].n_depth]' "$tmp/out")" = "[0,32,0,32]" ] || fail "n_depth: $(jq -c '[.tests[].n_depth]' "$tmp/out")"
+# the floor at the timed contexts: 32 + 1 (the prompt) + k for k = 1..8, a mean of 37.5
+if [ "$(jq '.bandwidth != null and .bandwidth.bytes_per_s != null' "$tmp/out")" = true ]; then
+  check; [ "$(jq '.tests[] | select(.name == "tg8 @ d32") | .floor.mean_context' "$tmp/out")" = 37.5 ] \
+    || fail "tg8 @ d32 mean context: $(jq -c '.tests[3].floor' "$tmp/out")"
+fi
+
+# ---- --parallel: llama-batched-bench's protocol through the engine (the CPU backend runs rows of
+# several sequences; Vulkan learns it later) ----
+if [ "$backend" = cpu ]; then
+  for d in 0 32; do
+    bench --parallel 1,4 -p 16 -n 8 -r 2 -d $d -o json
+    cp "$tmp/out" "$tmp/par.json"
+    check; [ "$(jq -c '[.tests[].n_parallel]' "$tmp/par.json")" = "[1,4]" ] || fail "-d $d: n_parallel: $(jq -c '[.tests[].n_parallel]' "$tmp/par.json")"
+    check
+    # every figure keeps its 2 samples; t/s * s = B * 16 prompt tokens, B * 8 decoded, 8 per sequence
+    jq -e --argjson d $d '.tests | all(.kind == "parallel" and .n_prompt == 16 and .n_gen == 8 and .n_depth == $d
+        and .repetitions == 2 and (.pp.samples_s | length) == 2 and (.tg.samples_ts | length) == 2
+        and (.tg_per_sequence.samples_ts | length) == 2
+        and ([range(2) as $i | (.pp.samples_ts[$i] * .pp.samples_s[$i]) - .n_parallel * 16,
+                              (.tg.samples_ts[$i] * .tg.samples_s[$i]) - .n_parallel * 8,
+                              (.tg_per_sequence.samples_ts[$i] * .tg_per_sequence.samples_s[$i]) - 8]
+             | map(fabs) | max) <= 1e-6
+        and .pp.min_ts > 0 and .pp.min_ts <= .pp.avg_ts and .pp.avg_ts <= .pp.max_ts)' "$tmp/par.json" >/dev/null \
+      || fail "-d $d: parallel samples: $(jq -c '.tests' "$tmp/par.json")"
+    check; [ "$(jq ".n_ctx >= $d + 16 + 8 + 1" "$tmp/par.json")" = true ] || fail "-d $d: n_ctx $(jq .n_ctx "$tmp/par.json")"
+    echo "--parallel 1,4 -d $d: $(jq -c '[.tests[] | {name, n_parallel, pp: .pp.avg_ts, tg: .tg.avg_ts}]' "$tmp/par.json")"
+  done
+  # markdown: one row per B; -npl is the same option
+  bench -npl 1,4 -p 16 -n 8 -r 1
+  check; [ "$(grep -cE '^\| llama .* \| pp16\+tg8 \| [14] \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \|$' "$tmp/out")" = 2 ] \
+    || fail "-npl markdown: $(cat "$tmp/out")"
+  bad "--parallel: 0 is out of range" -m "$model" --parallel 0
+  bad "--parallel: 'x' is not a whole number" -m "$model" -npl 1,x
+  bad "-p 0" -m "$model" --parallel 2 -p 0
+  bad "too small for pp16+tg8" -m "$model" --parallel 2 -p 16 -n 8 --ctx 24
+fi
+
+# ---- bad arguments: exit 2, one line ----
 bad "missing -m" -p 16
 bad "out of range" -m "$model" -r 0
 bad "out of range" -m "$model" -r 1001

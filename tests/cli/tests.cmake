@@ -68,3 +68,7 @@ rlx_add_script_test(NAME cli_run SCRIPT cli_run.sh LABELS e2e)
 rlx_add_script_test(NAME cli_options SCRIPT cli_options.sh LABELS e2e)
 rlx_add_test(NAME test_cli_reparse SOURCES test_cli_reparse.c LABELS unit e2e)
 target_link_libraries(test_cli_reparse PRIVATE rlx_cli_obj)
+
+# rlx generate with several prompts (tools/generate_batch.c): batched == alone through the engine,
+# --tokens-file, per-prompt failures and bad input, on the CPU backend
+rlx_add_script_test(NAME cli_generate_batch SCRIPT cli_generate_batch.sh LABELS e2e)
