@@ -100,34 +100,31 @@ static const struct option options[] = {
     {0},
 };
 
-/* The options of the generator paths (runner options) and of the batch (engine options). */
+/* The generator paths (runner options) and the batch's options (engine options). */
 static rlx_status apply_path(const rlx_cli_parser *p, int opt, generate_args *a) {
+    bool batch = opt == OPT_PARALLEL || opt == OPT_CHUNK || opt == OPT_KV_MEMORY || opt == OPT_DETERMINISTIC;
+    a->batch_option |= batch;
+    a->path_option |= !batch;
     switch (opt) {
     case OPT_NO_CACHE:
         a->m.opts.no_kv_cache = true;
-        break;
+        return NULL;
     case OPT_NO_BUCKETS:
         a->m.opts.no_buckets = true;
-        break;
+        return NULL;
     case OPT_NO_PREFILL_CACHE:
         a->m.opts.no_prefill_cache = true;
-        break;
+        return NULL;
     case OPT_PARALLEL:
-        a->batch_option = true;
         return rlx_cli_parse_i32(p->name, p->value, 1, INT32_MAX, &a->parallel);
     case OPT_CHUNK:
-        a->batch_option = true;
         return rlx_cli_parse_i32(p->name, p->value, 1, INT32_MAX, &a->chunk);
     case OPT_KV_MEMORY:
-        a->batch_option = true;
         return rlx_cli_parse_size(p->name, p->value, 1, INT64_MAX, &a->kv_memory);
-    case OPT_DETERMINISTIC:
-        a->batch_option = true;
-        break;
+    default: /* OPT_DETERMINISTIC */
+        a->deterministic = true;
+        return NULL;
     }
-    a->deterministic |= opt == OPT_DETERMINISTIC;
-    a->path_option |= opt == OPT_NO_CACHE || opt == OPT_NO_BUCKETS || opt == OPT_NO_PREFILL_CACHE;
-    return NULL;
 }
 
 static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
@@ -222,6 +219,9 @@ static rlx_status run_runner(generate_args *a, int32_t *n_failed) {
         a->m.ids = a->prompts.v[k].ids; /* borrowed for rlx_cli_check_ids */
         a->m.n_ids = a->prompts.v[k].n;
         s = rlx_cli_check_ids(&a->m, r);
+        char name[400];
+        rlx_gen_prompt_name(&a->prompts, k, name, sizeof name);
+        if (s && a->prompts.n > 1) s = rlx_status_annotate(s, "%s", name);
     }
     for (int32_t k = 0; !s && k < a->prompts.n; k++) {
         a->m.ids = a->prompts.v[k].ids;
