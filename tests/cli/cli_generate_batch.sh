@@ -5,11 +5,19 @@
 # gives run alone through today's single-prompt command (the runner path); under greedy decoding
 # and under sampling with one seed. Then: a prompt that fails alone (too long for the context),
 # and bad input (exit 2, or 1 for a file that cannot be read, one line naming the problem).
+# On $RLX_GENERATE_TEST_BACKEND=vulkan (tests/cli/tests.cmake; lavapipe in CI, validation on) only
+# the --deterministic runs, the mode that promises ids independent of the batch on every backend,
+# with zero validation messages.
 source "$(dirname "$0")/../support/lib.sh"
 MODEL=$RLX_SOURCE_DIR/models/stories260K.gguf
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-G=(generate -m "$MODEL" --backend cpu -t 2)
+backend=${RLX_GENERATE_TEST_BACKEND:-cpu}
+if [ "$backend" = vulkan ] && ! "$RLX" devices 2>/dev/null | grep -q '^0:'; then
+  if [ "${CI:-}" = true ]; then echo "FAIL: no Vulkan device and CI=true (install mesa-vulkan-drivers)" >&2; exit 1; fi
+  echo "SKIPPED: no Vulkan device" >&2; exit 77
+fi
+G=(generate -m "$MODEL" --backend "$backend" -t 2)
 N=12
 
 # four prompts of different lengths (1, 3, 9 and 20 ids)
@@ -20,6 +28,7 @@ alone_all() {
   for k in "${!P[@]}"; do
     "$RLX" "${G[@]}" --tokens "${P[$k]}" -n $N "$@" >"$TMP/alone.$k" 2>"$TMP/err" \
       || fail "prompt $k alone: $(cat "$TMP/err")"
+    ! grep -q 'rlx vulkan validation' "$TMP/err" || fail "prompt $k alone: validation messages"
   done
 }
 
@@ -42,6 +51,7 @@ batched() {
   "$RLX" "${G[@]}" -n $N "$@" >"$TMP/out" 2>"$TMP/err"
   local rc=$?
   check; [ $rc -eq 0 ] || { fail "$desc: exit $rc: $(cat "$TMP/err")"; return; }
+  check; ! grep -q 'rlx vulkan validation' "$TMP/err" || fail "$desc: validation messages: $(grep -m3 validation "$TMP/err")"
   same "$desc"
 }
 
@@ -49,6 +59,14 @@ TOK=(); for p in "${P[@]}"; do TOK+=(--tokens "$p"); done
 printf '%s\n' "${P[@]}" >"$TMP/prompts.txt"
 # the same prompts with CRLF endings, spaces around ids and no final newline
 printf '42\r\n 1, 403 ,407\r\n5,6,7,8,9,10,11,12,13\r\n%s' "${P[3]}" >"$TMP/crlf.txt"
+
+if [ "$backend" = vulkan ]; then
+  alone_all --ignore-eos
+  batched "greedy, --deterministic --parallel 2 --chunk 3" "${TOK[@]}" --ignore-eos --deterministic --parallel 2 --chunk 3
+  batched "greedy, --deterministic --tokens-file" --tokens-file "$TMP/prompts.txt" --ignore-eos --deterministic --chunk 5
+  summary
+  exit
+fi
 
 # ---- greedy ----
 alone_all --ignore-eos

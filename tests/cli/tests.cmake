@@ -72,3 +72,13 @@ target_link_libraries(test_cli_reparse PRIVATE rlx_cli_obj)
 # rlx generate with several prompts (tools/generate_batch.c): batched == alone through the engine,
 # --tokens-file, per-prompt failures and bad input, on the CPU backend
 rlx_add_script_test(NAME cli_generate_batch SCRIPT cli_generate_batch.sh LABELS e2e)
+set_property(TEST cli_generate_batch APPEND PROPERTY ENVIRONMENT "RLX_GENERATE_TEST_BACKEND=cpu")
+if(RLX_VULKAN)
+  rlx_add_script_test(NAME cli_generate_batch_vulkan SCRIPT cli_generate_batch.sh LABELS "e2e;vulkan")
+  set_property(TEST cli_generate_batch_vulkan APPEND PROPERTY ENVIRONMENT
+    "RLX_GENERATE_TEST_BACKEND=vulkan" "RLX_VK_VALIDATION=1" "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+  # the device choice of tests/vulkan/tests.cmake: the first GPU, else lavapipe
+  if(NOT DEFINED ENV{RLX_VK_DEVICE})
+    set_property(TEST cli_generate_batch_vulkan APPEND PROPERTY ENVIRONMENT "RLX_VK_DEVICE=gpu,llvmpipe")
+  endif()
+endif()
