@@ -9,7 +9,6 @@
 #include "rlx/runner.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "runners/backend_select.h"
 #include "runners/engine_internal.h"
@@ -44,10 +43,8 @@ static rlx_status open_parts(rlx_runner *r, const char *path, const rlx_runner_o
     RLX_TRY(rlx_backend_select(o->backend, o->device, o->n_threads, &r->backend));
     uint32_t train = c->n_ctx_train ? c->n_ctx_train : DEFAULT_MAX_CTX;
     int32_t n_ctx = o->n_ctx ? o->n_ctx : (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX);
-    /* transitional: the Vulkan backend runs rows of several sequences from the next commit on */
-    bool paged = strcmp(r->backend->name, "cpu") == 0;
-    if (o->no_kv_cache || !paged) {
-        rlx_generator_opts go = {.n_ctx = n_ctx, .no_kv_cache = o->no_kv_cache, .no_buckets = o->no_buckets,
+    if (o->no_kv_cache) {
+        rlx_generator_opts go = {.n_ctx = n_ctx, .no_kv_cache = true, .no_buckets = o->no_buckets,
                                  .no_prefill_cache = o->no_prefill_cache};
         RLX_TRY(rlx_generator_create(r->model, r->family, r->backend, &go, &r->gen));
     } else {
