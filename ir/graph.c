@@ -43,6 +43,10 @@ const char *rlx_graph_output_name(const rlx_graph *g, int32_t i) {
 }
 
 int32_t rlx_graph_n_inputs(const rlx_graph *g) { return g ? g->n_inputs : 0; }
+void rlx_graph_set_hints(rlx_graph *g, uint32_t hints) {
+    if (g) g->hints = hints;
+}
+uint32_t rlx_graph_hints(const rlx_graph *g) { return g ? g->hints : 0; }
 
 rlx_node rlx_graph_input_node(const rlx_graph *g, int32_t i) {
     return g && i >= 0 && i < g->n_inputs ? g->inputs[i] : RLX_NO_NODE;

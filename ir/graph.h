@@ -86,6 +86,14 @@ const char *rlx_graph_output_name(const rlx_graph *g, int32_t i);
 int32_t rlx_graph_n_inputs(const rlx_graph *g);
 rlx_node rlx_graph_input_node(const rlx_graph *g, int32_t i);
 
+/* Planning hints: facts about every run of a graph that a backend may plan with. A result never
+ * depends on them: a run that breaks one is still computed right, maybe slower. */
+typedef enum {
+    RLX_HINT_ROWS_APART = 1u << 0, /* each valid row is a different sequence (a decode step of B sequences) */
+} rlx_graph_hint;
+void rlx_graph_set_hints(rlx_graph *g, uint32_t hints);
+uint32_t rlx_graph_hints(const rlx_graph *g);
+
 /* Every error recorded by builders plus every structural problem found now, one per line. */
 rlx_status rlx_graph_verify(const rlx_graph *g);
 /* A readable text form: one node per line, e.g.

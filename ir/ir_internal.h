@@ -23,6 +23,7 @@ struct rlx_graph {
     size_t errors_len, errors_cap;
     int32_t n_errors;
     bool oom;                   /* an allocation failed; verify reports it */
+    uint32_t hints;             /* rlx_graph_hint bits */
 };
 
 /* Appends one line to g->errors. Never fails: on OOM it sets g->oom. */

@@ -23,6 +23,7 @@ typedef struct eng_program {
     rlx_program *prog; /* owned; NULL: free slot */
     int32_t rows, kv_cap, out_rows;
     rlx_decode_head head;
+    bool apart;
     uint64_t last_use;
 } eng_program;
 
@@ -85,10 +86,11 @@ rlx_status rlx_engine_seq_push(eng_seq *s, int32_t token);
 /* Keeps the logits of `rows` rows from src for a sequence. */
 rlx_status rlx_engine_seq_keep_logits(const rlx_engine *e, eng_seq *s, const float *src, int32_t rows, bool append);
 
-/* The program for (rows, kv_cap, out_rows, head): from the cache or compiled. *owned: the caller
+/* The program for (rows, kv_cap, out_rows, head, apart: every row its own sequence): from the cache
+ * or compiled. *owned: the caller
  * destroys it after the run (no_program_cache). */
 rlx_status rlx_engine_program(rlx_engine *e, int32_t rows, int32_t kv_cap, int32_t out_rows, rlx_decode_head head,
-                              rlx_program **out, bool *owned);
+                              bool apart, rlx_program **out, bool *owned);
 void rlx_engine_programs_clear(rlx_engine *e);
 int32_t rlx_engine_n_programs(const rlx_engine *e);
 

@@ -249,7 +249,9 @@ static rlx_status run_batch(rlx_engine *e, const batch *b, rlx_decode_head head,
     RLX_TRY(ensure_logits(e, out));
     rlx_program *prog;
     bool owned;
-    RLX_TRY(rlx_engine_program(e, rows, cols * e->page_size, out, head, &prog, &owned));
+    /* a decode step of B sequences: each row its own (attention plans for that) */
+    bool apart = b->n_tables == b->n_rows && b->n_rows > 1;
+    RLX_TRY(rlx_engine_program(e, rows, cols * e->page_size, out, head, apart, &prog, &owned));
     const void *inputs[2] = {e->ids, e->out_rows};
     void *outputs[1] = {head == RLX_DECODE_ARGMAX ? (void *)e->argmax : (void *)e->logits};
     rlx_run_rows rr = {.pos = e->pos, .seq = e->row_seq, .pages = e->table, .n_seqs = b->n_tables, .page_cols = cols};
@@ -376,7 +378,7 @@ static rlx_status step_chain(rlx_engine *e, eng_seq *s, bool *done) {
     RLX_TRY(fill_tables(e, 1, cols));
     rlx_program *prog;
     bool owned;
-    RLX_TRY(rlx_engine_program(e, 1, cols * e->page_size, 1, RLX_DECODE_ARGMAX, &prog, &owned));
+    RLX_TRY(rlx_engine_program(e, 1, cols * e->page_size, 1, RLX_DECODE_ARGMAX, false, &prog, &owned));
     int32_t tok = s->tokens[p0], seq0 = 0, outs[RLX_RUN_CHAIN_MAX], last;
     const void *inputs[1] = {&tok};
     void *outputs[1] = {&last};

@@ -62,9 +62,10 @@ rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m
  * rows: the head runs on every row ("logits" [rows, V] or "argmax" [rows]); out_rows < rows: on the
  * rows named by the second INPUT "out_rows" (I32 [out_rows]; ir/ops.def GATHER_ROWS), so a prefill
  * chunk pays the LM head only for the rows whose logits are wanted. A prefill at any offset, a decode
- * step of B sequences and a mix of both are this one graph. */
+ * step of B sequences and a mix of both are this one graph. rows_apart: the runs will have each row
+ * of its own sequence (ir/graph.h RLX_HINT_ROWS_APART), a planning hint. */
 rlx_status rlx_family_build_rows(const rlx_family_ops *ops, const rlx_model *m, int32_t rows, int32_t kv_cap,
-                                 int32_t out_rows, rlx_decode_head head, rlx_graph **out);
+                                 int32_t out_rows, rlx_decode_head head, bool rows_apart, rlx_graph **out);
 
 extern const rlx_family_ops rlx_family_qwen3_ops;
 extern const rlx_family_ops rlx_family_qwen3moe_ops;

@@ -194,12 +194,14 @@ rlx_status rlx_family_build_decode(const rlx_family_ops *ops, const rlx_model *m
 }
 
 rlx_status rlx_family_build_rows(const rlx_family_ops *ops, const rlx_model *m, int32_t rows, int32_t kv_cap,
-                                 int32_t out_rows, rlx_decode_head head, rlx_graph **out) {
+                                 int32_t out_rows, rlx_decode_head head, bool rows_apart, rlx_graph **out) {
     if (kv_cap < 1 || out_rows < 0 || out_rows > rows)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rows graph: KV capacity %d, %d output rows of %d (need capacity "
                           ">= 1, 0 <= output rows <= rows)", (int)kv_cap, (int)out_rows, (int)rows);
     if (head != RLX_DECODE_LOGITS && head != RLX_DECODE_ARGMAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rows graph: head %d does not exist", (int)head);
-    return build(m, 1, rows, kv_cap, false, out_rows == rows ? 0 : out_rows, head, ops->layer,
-                 head == RLX_DECODE_ARGMAX ? "rows-argmax" : "rows", out);
+    RLX_TRY(build(m, 1, rows, kv_cap, false, out_rows == rows ? 0 : out_rows, head, ops->layer,
+                  head == RLX_DECODE_ARGMAX ? "rows-argmax" : "rows", out));
+    if (rows_apart) rlx_graph_set_hints(*out, RLX_HINT_ROWS_APART);
+    return NULL;
 }

@@ -48,12 +48,12 @@ static rlx_status open_parts(rlx_runner *r, const char *path, const rlx_runner_o
                                  .no_prefill_cache = o->no_prefill_cache};
         RLX_TRY(rlx_generator_create(r->model, r->family, r->backend, &go, &r->gen));
     } else {
-        /* one sequence and a stateless one beside it (predict); a prompt runs as one chunk, as long
-         * as the context */
+        /* one sequence and a stateless one beside it (predict); a prompt runs in chunks of up to
+         * RLX_ENGINE_ROWS_DEFAULT rows */
         rlx_engine_opts eo = {.model = *o, .max_parallel = 2, .no_prefix_cache = true,
                               .exact_buckets = o->no_buckets, .no_program_cache = o->no_prefill_cache};
         eo.model.n_ctx = n_ctx;
-        eo.chunk = eo.max_rows = n_ctx;
+        eo.chunk = eo.max_rows = RLX_ENGINE_ROWS_DEFAULT;
         RLX_TRY(rlx_engine_create(r->model, r->family, r->backend, &eo, r->decode_ahead, &r->eng));
         RLX_TRY(rlx_engine_seq_create(r->eng, NULL, &r->seq));
     }

@@ -3,9 +3,15 @@
 
 #include <string.h>
 
-/* Runs the engine until the sequence has no work left; its failure becomes the call's. */
+/* Runs the engine until the sequence has no work left; its failure becomes the call's. An error of
+ * the engine's own (the device lost, out of device memory) fails the sequence too: the runner's
+ * next call then starts from an empty state instead of finding it mid-generation. */
 static rlx_status run_seq(rlx_engine *e, int32_t seq) {
-    RLX_TRY(rlx_engine_run(e));
+    rlx_status st = rlx_engine_run(e);
+    eng_seq *s = rlx_engine_seq_get(e, seq);
+    if (st && s && s->state != RLX_SEQ_FAILED)
+        rlx_engine_seq_fail(e, s, rlx_errorf(rlx_status_code(st), "%s", rlx_status_message(st)));
+    if (st) return st;
     return rlx_engine_seq_status(e, seq);
 }
 

@@ -221,6 +221,7 @@ static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
     for (int32_t k = 0; k < p->n_inputs; k++) p->inputs[k] = rlx_graph_input_node(g, k);
     for (int32_t o = 0; o < p->n_outputs; o++) p->outputs[o] = rlx_graph_output_node(g, o);
     p->static_rows = p->n_inputs > 0 ? rlx_graph_node(g, p->inputs[0])->shape.dim[0] : 1;
+    p->rows_apart = (rlx_graph_hints(g) & RLX_HINT_ROWS_APART) != 0;
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         vk_node *n = &p->nodes[i];
         n->info = *rlx_graph_node(g, i);

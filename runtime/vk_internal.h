@@ -161,6 +161,7 @@ struct rlx_program {
     int32_t n_inputs, n_outputs;
     VkDeviceSize *output_offset;  /* owned: each output's place in the readback region */
     int64_t static_rows;
+    bool rows_apart;              /* RLX_HINT_ROWS_APART: each row its own sequence (a decode batch) */
     vk_check *checks;             /* owned, n_checks */
     size_t n_checks;
     /* the run's rows (shaders/common.glsl RlxScalars; vk_compile.c load_rows) */

@@ -290,13 +290,15 @@ uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, 
 uint64_t vk_attention_prefill_rows(uint32_t d) { return 4096 / d; }
 
 /* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) where the head
- * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. */
+ * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. Rows
+ * of different sequences (RLX_HINT_ROWS_APART, a decode batch) share no keys, so a tile would walk
+ * each row's sequence in turn: attention.comp's workgroup per row walks them side by side. */
 bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan *out) {
     int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
     int64_t dv = node(p, i)->info.shape.dim[2];
     uint32_t d = 64;
     while (d < dh || d < dv) d *= 2;
-    if (rows < ATTN_PREFILL_MIN_ROWS || d > 256 || p->b->wg_row != 256) return false;
+    if (rows < ATTN_PREFILL_MIN_ROWS || p->rows_apart || d > 256 || p->b->wg_row != 256) return false;
     uint64_t bq = vk_attention_prefill_rows(d);
     for (uint32_t bkv = 32; bkv >= 16; bkv /= 2) {
         /* words, as in the shader: Q rows and a K / V block (rows of d + 4), the P block, the factors,
