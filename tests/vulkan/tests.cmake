@@ -48,6 +48,9 @@ if(RLX_VULKAN)
   # sleep is reached by vk_runner_argmax_polled below.
   rlx_add_vk_test_with(test_vk_chain_polled test_vk_chain RLX_VK_WAIT=poll)
   rlx_add_vk_test(test_vk_knobs)
+  # Deterministic mode (RLX_VK_DETERMINISTIC): an R-row run's rows == the same rows run alone, bit
+  # for bit, for every op family and a layer; the default mode's distance from that is printed
+  rlx_add_vk_test(test_vk_deterministic)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
   # Prefill matmuls on cooperative matrices default to f16 operands (runtime/vk_lower.c
