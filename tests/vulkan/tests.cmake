@@ -51,6 +51,10 @@ if(RLX_VULKAN)
   # Deterministic mode (RLX_VK_DETERMINISTIC): an R-row run's rows == the same rows run alone, bit
   # for bit, for every op family and a layer; the default mode's distance from that is printed
   rlx_add_vk_test(test_vk_deterministic)
+  # ... with the GPU's plans, which the mode must override as well
+  rlx_add_vk_test_with(test_vk_deterministic_gpu_plans test_vk_deterministic RLX_VK_PLANS=gpu)
+  # ... and on fixture models: a prompt's logits prefilled in one shot == in chunks of 1, 2 and 7
+  rlx_add_vk_test(test_vk_det_models)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
   # Prefill matmuls on cooperative matrices default to f16 operands (runtime/vk_lower.c
