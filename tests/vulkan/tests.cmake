@@ -110,6 +110,9 @@ if(RLX_VULKAN)
   # The engine (many sequences over the paged pool: rows, page tables, copy_pages, run_chain) on
   # Vulkan: batched == alone, chunked == one shot, prefix sharing, preemption, within the tolerance
   rlx_add_vk_run(vk_engine test_engine --vulkan)
+  # ... in deterministic mode (rlx_engine_opts.deterministic reaching the backend through
+  # rlx_backend_opts): bit for bit, as on the CPU
+  rlx_add_vk_run(vk_engine_deterministic test_engine --vulkan --deterministic)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
   rlx_add_vk_run(vk_runner_nonfinite test_runner_nonfinite) # NaN logits: ARGMAX gives -1, chains stop
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
