@@ -43,8 +43,8 @@
  *                                         for a GPU on any device, so that tests on lavapipe check
  *                                         them (tests/vulkan/tests.cmake)
  * An unset or empty variable means the default. A malformed value of RLX_VK_FAULT, _WAIT, _WARM,
- * _WARM_NEXT, _PLANS, _DETERMINISTIC, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when the backend is
- * created, with an error naming the variable. */
+ * _WARM_NEXT, _PLANS, _DETERMINISTIC, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when
+ * the backend is created, with an error naming the variable. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 

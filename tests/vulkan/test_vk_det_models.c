@@ -18,7 +18,8 @@
 #include "test_util.h"
 #include "test_vk_util.h"
 
-static const int32_t PROMPT[] = {1, 403, 407, 261, 378, 17, 300, 5, 66, 111, 42, 7, 9, 250, 31, 400, 12, 88, 61, 3, 77, 19, 205};
+static const int32_t PROMPT[] = {1,   403, 407, 261, 378, 17, 300, 5,  66, 111, 42, 7,
+                                 9,   250, 31,  400, 12,  88, 61,  3,  77, 19,  205};
 #define N_PROMPT ((int32_t)(sizeof PROMPT / sizeof PROMPT[0]))
 #define SHOT_ROWS 32 /* the one-shot program's bucket */
 #define CAP 64       /* KV capacity of the programs' views */

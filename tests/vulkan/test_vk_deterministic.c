@@ -146,13 +146,15 @@ static void build_layer(vkt_graph *t, int64_t rows, int64_t cap, const case_arg 
     q = rlx_rope(g, rlx_rms_norm(g, rlx_reshape(g, q, vkt_shape(3, rows, h, dh)), qk_w, 1e-6f), RLX_NO_NODE, ra);
     k = rlx_rope(g, rlx_rms_norm(g, rlx_reshape(g, k, vkt_shape(3, rows, hkv, dh)), qk_w, 1e-6f), RLX_NO_NODE, ra);
     rlx_node kc = rlx_kv_write(g, rlx_kv_cache(g, 0, false, cap, hkv, dh), k);
-    rlx_node vc = rlx_kv_write(g, rlx_kv_cache(g, 0, true, cap, hkv, dh), rlx_reshape(g, v, vkt_shape(3, rows, hkv, dh)));
+    rlx_node vc =
+        rlx_kv_write(g, rlx_kv_cache(g, 0, true, cap, hkv, dh), rlx_reshape(g, v, vkt_shape(3, rows, hkv, dh)));
     rlx_node att = rlx_reshape(g, rlx_attention(g, q, kc, vc, 0.125f, 0), vkt_shape(2, rows, h * dh, 0));
     rlx_node x2 = rlx_add(g, x, rlx_matmul(g, att, vkt_graph_weight(t, &w, RLX_DTYPE_F32, 2, d, h * dh, 0)));
     rlx_node h2 = rlx_rms_norm(g, x2, vkt_graph_weight(t, &w, RLX_DTYPE_F32, 1, d, 0, 0), 1e-6f);
     rlx_node gate = rlx_silu(g, rlx_matmul(g, h2, vkt_graph_weight(t, &w, RLX_DTYPE_Q6_K, 2, f, d, 0)));
     rlx_node up = rlx_matmul(g, h2, vkt_graph_weight(t, &w, RLX_DTYPE_Q4_K, 2, f, d, 0));
-    rlx_node x3 = rlx_add(g, x2, rlx_matmul(g, rlx_mul(g, gate, up), vkt_graph_weight(t, &w, RLX_DTYPE_Q8_0, 2, d, f, 0)));
+    rlx_node down = vkt_graph_weight(t, &w, RLX_DTYPE_Q8_0, 2, d, f, 0);
+    rlx_node x3 = rlx_add(g, x2, rlx_matmul(g, rlx_mul(g, gate, up), down));
     rlx_node h3 = rlx_rms_norm(g, x3, vkt_graph_weight(t, &w, RLX_DTYPE_F32, 1, d, 0, 0), 1e-6f);
     rlx_node logits = rlx_matmul(g, h3, vkt_graph_weight(t, &w, RLX_DTYPE_F16, 2, vocab, d, 0));
     rlx_graph_mark_output(g, logits, "logits");
@@ -247,11 +249,13 @@ typedef struct tally {
     double max_diff;
 } tally;
 
-static void compare_rows(tally *ty, const prog *pr, const prog *alone, void *const *alone_rows, int32_t n, int32_t n_past) {
+static void compare_rows(tally *ty, const prog *pr, const prog *alone, void *const *alone_rows, int32_t n,
+                         int32_t n_past) {
     for (int32_t o = 0; o < pr->n_out; o++) {
         size_t rb = pr->out_row[o];
         if (rb == 0) { /* a cache view: its rows up to n_past + n, as the alone runs left them */
-            size_t row = pr->out_bytes[o] / (size_t)rlx_graph_node(pr->t.g, rlx_graph_output_node(pr->t.g, o))->shape.dim[0];
+            const rlx_node_info *cv = rlx_graph_node(pr->t.g, rlx_graph_output_node(pr->t.g, o));
+            size_t row = pr->out_bytes[o] / (size_t)cv->shape.dim[0];
             ty->caches++;
             ty->cache_diff += memcmp(pr->out[o], alone->out[o], row * (size_t)(n_past + n)) != 0;
             continue;
@@ -289,13 +293,15 @@ static void run_case(const det_case *c) {
     bool ok = T_OK(g_vk->ops->session_create(g_vk, probe.w, probe.nw, &probe.kv, &s)) &&
               prog_open(&alone, s, c, 1, cap_alone, label) && (np == 0 || prog_open(&fill, s, c, np, cap, label));
     void *alone_rows[MAX_OUT] = {0};
-    for (int32_t o = 0; ok && o < alone.n_out; o++) alone_rows[o] = calloc(MAX_R, alone.out_row[o] ? alone.out_row[o] : 1);
+    for (int32_t o = 0; ok && o < alone.n_out; o++)
+        alone_rows[o] = calloc(MAX_R, alone.out_row[o] ? alone.out_row[o] : 1);
     /* the rows alone: the fill, then positions np, np + 1, ... one run each */
     if (ok && np) ok = prog_run(&fill, &in, 0, 0, np);
     for (int32_t i = 0; ok && i < MAX_R; i++) {
         ok = prog_run(&alone, &in, np + i, np + i, 1);
         for (int32_t o = 0; ok && o < alone.n_out; o++)
-            if (alone.out_row[o]) memcpy((char *)alone_rows[o] + alone.out_row[o] * (size_t)i, alone.out[o], alone.out_row[o]);
+            if (alone.out_row[o])
+                memcpy((char *)alone_rows[o] + alone.out_row[o] * (size_t)i, alone.out[o], alone.out_row[o]);
     }
     /* the caches the alone runs leave are alone.out[o] of the last run; when the R-row programs'
      * views are shorter, only their rows are compared (compare_rows: up to n_past + n) */
