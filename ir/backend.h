@@ -143,6 +143,15 @@ struct rlx_backend {
     const char *name; /* "cpu", "vulkan" */
 };
 
+/* What a caller asks of any backend when creating it, beyond its device. All false: the defaults. */
+typedef struct rlx_backend_opts {
+    /* A row's results do not depend on the rows run beside it, its index among them, the row count
+     * or the KV capacity of the program: bit for bit (one kernel and one reduction order per op).
+     * The CPU backend is so in every mode; the Vulkan backend gives up its row-count-specific
+     * kernels for it (runtime/vk_plan.c; also RLX_VK_DETERMINISTIC=1). */
+    bool deterministic;
+} rlx_backend_opts;
+
 /* The CPU reference backend; n_threads 0 = online cores. */
 rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out);
 
@@ -152,6 +161,9 @@ rlx_status rlx_backend_cpu_create(int n_threads, rlx_backend **out);
  * options come from the environment, read once here (runtime/vk_backend.h lists them); tools and
  * tests pass their own with rlx_backend_vulkan_create_with (runtime/vk_backend.h). */
 rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out);
+/* ... with opts (NULL: the defaults) over the environment's options: deterministic turns
+ * RLX_VK_DETERMINISTIC's mode on (false leaves the environment's choice). */
+rlx_status rlx_backend_vulkan_create_opts(const char *device, const rlx_backend_opts *opts, rlx_backend **out);
 
 static inline void rlx_backend_destroy(rlx_backend *b) {
     if (b) b->ops->destroy(b);

@@ -124,7 +124,8 @@ rlx_status rlx_engine_open(const char *path, const rlx_engine_opts *opts, rlx_en
     RLX_TRY(rlx_model_open(path, &m));
     rlx_status st = rlx_family_ops_find(m->config.family, &fam);
     if (st) st = rlx_status_annotate(st, "'%s'", path);
-    if (!st) st = rlx_backend_select(o.model.backend, o.model.device, o.model.n_threads, &b);
+    rlx_backend_opts bo = {.deterministic = o.deterministic};
+    if (!st) st = rlx_backend_select_opts(o.model.backend, o.model.device, o.model.n_threads, &bo, &b);
     rlx_engine *e = NULL;
     if (!st) st = rlx_engine_create(m, fam, b, &o, o.model.decode_ahead, &e);
     if (st) {

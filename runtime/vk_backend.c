@@ -318,6 +318,10 @@ static void apply_options(rlx_vk_backend *b, const rlx_vk_options *o) {
 }
 
 rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
+    return rlx_backend_vulkan_create_opts(device, NULL, out);
+}
+
+rlx_status rlx_backend_vulkan_create_opts(const char *device, const rlx_backend_opts *opts, rlx_backend **out) {
     if (!out) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan backend: out is NULL");
     rlx_vk_options o;
     rlx_status s = rlx_vk_options_from_env(&o);
@@ -326,6 +330,7 @@ rlx_status rlx_backend_vulkan_create(const char *device, rlx_backend **out) {
         o.device = device;
         o.device_from_env = false;
     }
+    if (opts && opts->deterministic) o.deterministic = true;
     return rlx_backend_vulkan_create_with(&o, out);
 }
 

@@ -34,12 +34,17 @@
  *                                         (vk_options.c; docs/ARCHITECTURE.md)
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
  *                                         default on a GPU), or block (on a CPU device; vk_device.c)
+ *   RLX_VK_DETERMINISTIC=0|1              batch-invariant plans: a row's bits do not depend on the
+ *                                         row count, its index or the KV capacity (vk_plan.c; off
+ *                                         by default: it gives up matvec.comp, the cooperative
+ *                                         and prefill-attention kernels, key splits and the
+ *                                         one-row fusions)
  *   RLX_VK_PLANS=device|gpu               the planners' choices for this device (default), or those
  *                                         for a GPU on any device, so that tests on lavapipe check
  *                                         them (tests/vulkan/tests.cmake)
  * An unset or empty variable means the default. A malformed value of RLX_VK_FAULT, _WAIT, _WARM,
- * _WARM_NEXT, _PLANS, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when the backend is
- * created, with an error naming the variable. */
+ * _WARM_NEXT, _PLANS, _DETERMINISTIC, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when
+ * the backend is created, with an error naming the variable. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H
 

@@ -130,11 +130,12 @@ static void fuse_kv(rlx_program *p, rlx_node i) {
  * whose K write carries K's RoPE [and norm] (fuse_kv): shaders/attention_step.comp does the q/k
  * norms, the RoPE and both cache writes itself, so they take no stage of their own (a stage fewer
  * per layer). The q and k sides must match (both normed or neither, one RoPE layout and n_rot),
- * and the V write may be K's partner or a plain KV_WRITE. */
+ * and the V write may be K's partner or a plain KV_WRITE. Not in deterministic mode: a one-row
+ * kernel, whose norms and attention sum in another order than the kernels of more rows. */
 static void fuse_attention_step(rlx_program *p, rlx_node a) {
     rlx_node qr = in0(p, a), kw = in1(p, a), vw = node(p, a)->info.in[2];
     const vk_node *q = node(p, qr), *k = node(p, kw), *v = node(p, vw);
-    if (q->info.shape.dim[0] != 1 || !absorbable(p, qr, RLX_OP_ROPE) ||
+    if (vk_deterministic(p) || q->info.shape.dim[0] != 1 || !absorbable(p, qr, RLX_OP_ROPE) ||
         (q->fuse != VK_FUSE_NONE && q->fuse != VK_FUSE_NORM_ROPE))
         return;
     if (k->info.op != RLX_OP_KV_WRITE || k->fuse != VK_FUSE_KV_ROPE || k->fused_into != RLX_NO_NODE ||

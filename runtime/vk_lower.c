@@ -388,7 +388,9 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     if (vk_takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
-    uint32_t nx = rows < 8 ? (uint32_t)rows : 8, per_group = rows_per_group(p), mv_nx = vk_matvec_nx(p, rows, nx);
+    /* deterministic: one NX (one pipeline) for every row count */
+    uint32_t nx = rows < 8 && !vk_deterministic(p) ? (uint32_t)rows : 8, per_group = rows_per_group(p);
+    uint32_t mv_nx = vk_matvec_nx(p, rows, nx);
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
                         [RLX_VK_SPEC(matmul, W_TYPE)] = m.type,
                         [RLX_VK_SPEC(matmul, NX)] = nx,
@@ -435,8 +437,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         uint32_t push[11] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                              (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0};
         matvec_plan mv;
-        if (vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi, x_in.norm != 0,
-                                gate != RLX_NO_NODE, &mv)) {
+        if (vk_takes_matvec(p, mm) && vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi,
+                                                          x_in.norm != 0, gate != RLX_NO_NODE, &mv)) {
             mv.spec[RLX_VK_SPEC(matvec, NORM)] = x_in.norm;
             mv.spec[RLX_VK_SPEC(matvec, POST)] = post_kind;
             push[9] = (uint32_t)mv.groups;

@@ -124,12 +124,14 @@ static rlx_status word_from_env(const char *name, const char *w0, const char *w1
 }
 
 static rlx_status words_from_env(rlx_vk_options *o) {
-    int32_t plans = 0;
+    int32_t plans = 0, det = 0;
     RLX_TRY(word_from_env("RLX_VK_WAIT", "poll", "block", &o->wait));
     RLX_TRY(word_from_env("RLX_VK_WARM", "0", "1", &o->warm));
     /* the GPU's plans on any device, so that a CPU device (lavapipe in CI) checks them too */
     RLX_TRY(word_from_env("RLX_VK_PLANS", "device", "gpu", &plans));
     o->gpu_plans = plans == 1;
+    RLX_TRY(word_from_env("RLX_VK_DETERMINISTIC", "0", "1", &det));
+    o->deterministic = det == 1;
     return NULL;
 }
 
@@ -231,6 +233,8 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
     rlx_vk_coopmat coop = o->coopmat == RLX_VK_COOPMAT_DEFAULT ? RLX_VK_COOPMAT_MIXED : o->coopmat;
     /* the emulated modes run on any device; the others need the kernel (vk_device.h coopmat_f16) */
     if (coop < RLX_VK_COOPMAT_EMULATE && !caps->coopmat_f16) coop = RLX_VK_COOPMAT_OFF;
+    /* deterministic: every matmul on shaders/matmul_tiled.comp in f32, whatever its rows (vk_plan.c) */
+    if (o->deterministic) coop = RLX_VK_COOPMAT_OFF;
     return (rlx_vk_tuning){.gpu_plans = !caps->is_cpu || o->gpu_plans,
                            .coopmat = coop,
                            .coopmat_tm = o->coopmat_tm,
@@ -243,5 +247,6 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
                            .matvec_unr = o->matvec_unr,
                            .attn_gw = o->attn_gw,
                            .warm = o->warm,
-                           .warm_next_kib = o->warm_next_kib};
+                           .warm_next_kib = o->warm_next_kib,
+                           .deterministic = o->deterministic};
 }

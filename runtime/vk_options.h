@@ -49,6 +49,8 @@ typedef struct rlx_vk_options {
     int32_t warm;             /* RLX_VK_WARM: -1 the plan's default, 0 never, 1 wherever it can */
     int32_t warm_next_kib;    /* RLX_VK_WARM_NEXT: -1 the plan's default, 0 never, else KiB */
     bool gpu_plans;           /* RLX_VK_PLANS=gpu: a GPU's plans on any device */
+    bool deterministic;       /* RLX_VK_DETERMINISTIC=1: one kernel and plan per op for every row count
+                                 and KV capacity, so a row's bits do not depend on its batch (vk_plan.c) */
 } rlx_vk_options;
 
 /* Every field unset. */
@@ -76,6 +78,7 @@ typedef struct rlx_vk_tuning {
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
     uint32_t attn_gw;
     int32_t warm, warm_next_kib;
+    bool deterministic;       /* batch-invariant plans (vk_plan.c); the cooperative kernel is off */
 } rlx_vk_tuning;
 
 rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *o);

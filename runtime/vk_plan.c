@@ -2,7 +2,21 @@
  * as pure functions of the program's graph, the device's capability snapshot and the tuning knobs:
  * which kernel a node gets (matvec.comp, matmul.comp, the tiled or cooperative kernels, the
  * attention kernels) and its plan (threads, rows and groups; tiles; key splits). Nothing here emits
- * a dispatch, so fusion can ask what lowering will do without calling into it. */
+ * a dispatch, so fusion can ask what lowering will do without calling into it.
+ *
+ * Deterministic mode (vk_deterministic): the default picks kernels by row count and KV capacity,
+ * and each kernel sums a row in its own order, so a row's bits would depend on its batch. There,
+ * each op takes one kernel and one set of reduction-order constants for every row count:
+ *   - MATMUL: shaders/matmul_tiled.comp (f32, each output summed over k in one fixed order whatever
+ *     the tile it sits in) for all rows, where its rows of k % 32 == 0 allow, else matmul.comp with
+ *     NX fixed (vk_lower.c emit_matmul); never matvec.comp, whose plan (threads per row, units per
+ *     trip, rows per group) follows the row count, nor the cooperative kernel (off: rlx_vk_tuning);
+ *   - ATTENTION: shaders/attention.comp without key splits (their ranges follow the KV capacity),
+ *     never attention_prefill.comp (it takes over from 16 query rows);
+ *   - fusions that exist for one row or for matvec.comp only (vk_fuse.c: attention_step, the norm
+ *     folded into matvecs or computed by their producer, gate + up in one matvec, argmax by the
+ *     logits' matvec) do not happen; those for any row count stay.
+ * The norms, RoPE, softmax, argmax, MoE and elementwise kernels plan by row length, never by rows. */
 #include "runtime/vk_plan.h"
 
 #include "shaders/sync_layout.h"
@@ -226,8 +240,10 @@ bool vk_matvec_plan_make(const rlx_program *p, uint32_t type, uint64_t k, uint64
  * rows of up to TILED_SHORT_K stay on matvec.comp up to TILED_MIN_ROWS_SHORT_K rows: a short row's
  * tile is too little work to pay for staging it. */
 bool vk_takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
+    bool fits = k % 32 == 0 && p->b->wg_row == 256;
+    if (vk_deterministic(p)) return fits; /* one kernel for every row count */
     bool short_k = p->gpu_plans && k <= TILED_SHORT_K;
-    return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && k % 32 == 0 && p->b->wg_row == 256;
+    return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && fits;
 }
 
 /* Whether a and b are weights of one type and shape, each in a single binding. */
@@ -238,8 +254,9 @@ bool vk_same_single_part_weights(const rlx_program *p, rlx_node a, rlx_node b) {
 }
 
 /* Whether emit_matmul runs MATMUL mm on shaders/matvec.comp, every part of it (matvec_fits depends
- * on the type and row length only). */
+ * on the type and row length only). Never in deterministic mode: its plan follows the row count. */
 bool vk_takes_matvec(const rlx_program *p, rlx_node mm) {
+    if (vk_deterministic(p)) return false;
     const vk_node *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
@@ -267,8 +284,10 @@ rlx_vk_kernel vk_matvec_kernel(uint32_t type, uint64_t k, bool gate) {
 
 /* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep
  * only a few workgroups busy, each walking its keys one chunk (one memory round trip) after the
- * other, so from 256 keys on they are shared out in ranges of about 64. */
+ * other, so from 256 keys on they are shared out in ranges of about 64. None in deterministic mode:
+ * the ranges follow the KV capacity, and the partials' combine sums a row in another order. */
 uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
+    if (vk_deterministic(p)) return 1;
     int64_t rows = in(p, i, 0)->info.shape.dim[0], keys = in(p, i, 1)->info.shape.dim[0];
     if (rows > ATTN_SPLIT_MAX_ROWS || keys < 4 * ATTN_SPLIT_KEYS) return 1;
     int64_t splits = keys / ATTN_SPLIT_KEYS;
@@ -292,8 +311,10 @@ uint64_t vk_attention_prefill_rows(uint32_t d) { return 4096 / d; }
 /* Many query rows (prefill): tiled flash attention (shaders/attention_prefill.comp) where the head
  * sizes are at most 256 and a plan fits the device's shared memory; false for attention.comp. Rows
  * of different sequences (RLX_HINT_ROWS_APART, a decode batch) share no keys, so a tile would walk
- * each row's sequence in turn: attention.comp's workgroup per row walks them side by side. */
+ * each row's sequence in turn: attention.comp's workgroup per row walks them side by side. Always
+ * false in deterministic mode: one attention kernel for every row count. */
 bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan *out) {
+    if (vk_deterministic(p)) return false;
     int64_t rows = in(p, i, 0)->info.shape.dim[0], dh = in(p, i, 0)->info.shape.dim[2];
     int64_t dv = node(p, i)->info.shape.dim[2];
     uint32_t d = 64;

@@ -23,6 +23,11 @@ static inline bool vk_reads(const rlx_program *p, rlx_node j, rlx_node x) {
     return false;
 }
 
+/* Deterministic mode (RLX_VK_DETERMINISTIC, rlx_vk_options.deterministic): a row's bits must not
+ * depend on the batch's row count, the row's index or the KV capacity, so every planner choice
+ * that reads those takes one answer (vk_plan.c lists them). */
+static inline bool vk_deterministic(const rlx_program *p) { return p->b->tuning.deterministic; }
+
 /* ---- packed matrix operands (MATMUL w, EMBED table, MOE_FFN experts) ---- */
 
 typedef struct matrix {

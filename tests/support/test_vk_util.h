@@ -42,7 +42,7 @@ rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_di
 void vkt_weight_free(rlx_weight *w);
 
 /* A test graph with the weights and input data it owns, as the op tests build them. */
-#define VKT_MAX_WEIGHTS 8
+#define VKT_MAX_WEIGHTS 16
 #define VKT_MAX_INPUTS 8
 
 typedef struct vkt_graph {

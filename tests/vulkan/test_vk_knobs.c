@@ -1,6 +1,6 @@
 /* The knobs' parsing (runtime/vk_options.h, rlx_vk_options_from_env) and checking. Expectations
  * from the ranges docs/ARCHITECTURE.md and runtime/vk_backend.h document for each knob (a power of
- * two in a range; RLX_VK_WARM 0 or 1; RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
+ * two in a range; RLX_VK_WARM and RLX_VK_DETERMINISTIC 0 or 1; RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
  * RLX_VK_WARM_NEXT a whole number of KiB up to 1048576; RLX_VK_MAX_BINDING_BYTES a whole number
  * from 4096; RLX_VK_COOPMAT one of its five modes; RLX_VK_FAULT kind:N with N >= 1):
  *   - a set value outside them (not a number, junk after the digits, not a power of two, out of
@@ -38,6 +38,7 @@ static const knob_case cases[] = {
     {"RLX_VK_WARM_NEXT", {"1048577", "-1", "3M", "2.5"}, {"0", "1048576"}},
     {"RLX_VK_WAIT", {"spin", "1", "Poll", "poll "}, {"poll", "block"}},
     {"RLX_VK_PLANS", {"cpu", "GPU", "1", "gpu "}, {"device", "gpu"}},
+    {"RLX_VK_DETERMINISTIC", {"2", "yes", "on", "1 "}, {"0", "1"}},
     {"RLX_VK_MAX_BINDING_BYTES", {"4095", "0", "64k", "1e9"}, {"4096", "18446744073709551615"}},
     {"RLX_VK_COOPMAT", {"fast", "MIXED", "1", "exact "}, {"mixed", "exact"}},
     {"RLX_VK_FAULT", {"oom", "oom:0", "lost:x", "crash:1"}, {"oom:1000000", "lost-wait:1000000"}},

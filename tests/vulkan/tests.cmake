@@ -48,6 +48,13 @@ if(RLX_VULKAN)
   # sleep is reached by vk_runner_argmax_polled below.
   rlx_add_vk_test_with(test_vk_chain_polled test_vk_chain RLX_VK_WAIT=poll)
   rlx_add_vk_test(test_vk_knobs)
+  # Deterministic mode (RLX_VK_DETERMINISTIC): an R-row run's rows == the same rows run alone, bit
+  # for bit, for every op family and a layer; the default mode's distance from that is printed
+  rlx_add_vk_test(test_vk_deterministic)
+  # ... with the GPU's plans, which the mode must override as well
+  rlx_add_vk_test_with(test_vk_deterministic_gpu_plans test_vk_deterministic RLX_VK_PLANS=gpu)
+  # ... and on fixture models: a prompt's logits prefilled in one shot == in chunks of 1, 2 and 7
+  rlx_add_vk_test(test_vk_det_models)
   rlx_add_vk_test(test_vk_models)
   set_property(TEST test_vk_models APPEND PROPERTY LABELS parity)
   # Prefill matmuls on cooperative matrices default to f16 operands (runtime/vk_lower.c
@@ -103,6 +110,9 @@ if(RLX_VULKAN)
   # The engine (many sequences over the paged pool: rows, page tables, copy_pages, run_chain) on
   # Vulkan: batched == alone, chunked == one shot, prefix sharing, preemption, within the tolerance
   rlx_add_vk_run(vk_engine test_engine --vulkan)
+  # ... in deterministic mode (rlx_engine_opts.deterministic reaching the backend through
+  # rlx_backend_opts): bit for bit, as on the CPU
+  rlx_add_vk_run(vk_engine_deterministic test_engine --vulkan --deterministic)
   rlx_add_vk_run(vk_runner_argmax test_runner_argmax)
   rlx_add_vk_run(vk_runner_nonfinite test_runner_nonfinite) # NaN logits: ARGMAX gives -1, chains stop
   # ... and with the GPU's fence wait (RLX_VK_WAIT=poll): its chains of 8 and 64 steps are
