@@ -37,7 +37,7 @@ static bool prefill(rlx_session *s, const rlx_model *m, const rlx_family_ops *fa
     rlx_program *p = NULL;
     int32_t *ids = calloc((size_t)rows, sizeof *ids);
     float *out = malloc((size_t)rows * (size_t)v * sizeof *out);
-    bool ok = ids && out && T_OK(rlx_family_build_rows(fam, m, rows, cap, rows, RLX_DECODE_LOGITS, &g)) &&
+    bool ok = ids && out && T_OK(rlx_family_build_rows(fam, m, rows, cap, rows, RLX_DECODE_LOGITS, false, &g)) &&
               T_OK(g_vk->ops->compile(s, g, &p));
     for (int32_t at = 0; ok && at < N_PROMPT; at += rows) {
         int32_t n = N_PROMPT - at < rows ? N_PROMPT - at : rows;
