@@ -37,6 +37,11 @@ if(RLX_VULKAN)
   # rows, the K-quants' trips, the warming, few-row prefill on matvec.comp), which lavapipe would
   # otherwise never take, checked against the CPU like the device's own
   rlx_add_vk_test_with(test_vk_ops_gpu_plans test_vk_ops RLX_VK_PLANS=gpu)
+  # The kernels that read or write the K/V pools with F16 pools (the engine's default on Vulkan)
+  # against the CPU's F32 reference, and the fused decode step against the unfused kernels
+  add_test(NAME test_vk_ops_kv_f16 COMMAND test_vk_ops kv-f16)
+  set_tests_properties(test_vk_ops_kv_f16 PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV}")
   rlx_add_vk_test(test_vk_cache)
   rlx_add_vk_test(test_vk_chain)
   # Runs of many sequences (rows, page tables, copy_pages) against each sequence alone on the CPU;
