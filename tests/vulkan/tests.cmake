@@ -48,6 +48,10 @@ if(RLX_VULKAN)
   # again with a GPU's plans and with the matvec's warming of the decode caches everywhere
   rlx_add_vk_test(test_vk_rows)
   rlx_add_vk_test_with(test_vk_rows_gpu_plans test_vk_rows RLX_VK_PLANS=gpu RLX_VK_WARM=1)
+  # ... over F16 pools (the engine's default on Vulkan), against the CPU's F32 at F16's tolerance
+  add_test(NAME test_vk_rows_kv_f16 COMMAND test_vk_rows kv-f16)
+  set_tests_properties(test_vk_rows_kv_f16 PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV}")
   # The fence wait of a GPU (poll; sleep first when the run is expected to outlast the poll:
   # runtime/vk_device.c submit_wait) on lavapipe, which is otherwise waited for by blocking; the
   # sleep is reached by vk_runner_argmax_polled below.
