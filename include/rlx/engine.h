@@ -27,7 +27,8 @@ extern "C" {
 typedef struct rlx_engine rlx_engine;
 
 typedef struct rlx_engine_opts {
-    rlx_runner_opts model;  /* backend, device, threads, n_ctx (the longest sequence); the path options are ignored */
+    rlx_runner_opts model;  /* backend, device, threads, n_ctx (the longest sequence), kv_type; the path options
+                               are ignored */
     int64_t kv_memory;      /* bytes of K/V for all sequences; 0: a default (ARCHITECTURE.md) */
     int32_t max_parallel;   /* sequences computed at once; 0: as many as the pages allow */
     int32_t chunk;          /* rows of one prefill chunk; 0: RLX_ENGINE_CHUNK_DEFAULT */
@@ -114,10 +115,11 @@ int32_t rlx_engine_n_ctx(const rlx_engine *e);
 int32_t rlx_engine_eos_id(const rlx_engine *e);
 const char *rlx_engine_family(const rlx_engine *e);
 const char *rlx_engine_backend_name(const rlx_engine *e);
+rlx_kv_type rlx_engine_kv_type(const rlx_engine *e); /* as resolved: RLX_KV_TYPE_F32 or RLX_KV_TYPE_F16 */
 
 typedef struct rlx_engine_stats {
     int32_t page_size, n_pages, pages_used, pages_cached;
-    int64_t kv_bytes;           /* the pool, all layers */
+    int64_t kv_bytes;           /* the pool, all layers, at the resolved K/V type (rlx_engine_kv_type) */
     int64_t prefix_queries, prefix_hits; /* tokens looked up / found in cached pages */
     int64_t n_steps, n_rows, n_preempted, n_compiles;
     int32_t n_programs;
