@@ -79,16 +79,11 @@ static rlx_status resolve_opts(rlx_engine *e, const rlx_engine_opts *o) {
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s model: vocabulary of %u tokens", e->family->name, c->n_vocab);
     e->n_vocab = (int32_t)c->n_vocab;
     e->page_size = PAGE_SIZE;
-    switch (o->model.kv_type) {
-    case RLX_KV_TYPE_DEFAULT:
-        e->kv_type = strcmp(e->backend->name, "vulkan") == 0 ? RLX_KV_TYPE_F16 : RLX_KV_TYPE_F32;
-        break;
-    case RLX_KV_TYPE_F32:
-    case RLX_KV_TYPE_F16: e->kv_type = o->model.kv_type; break;
-    default:
+    if (o->model.kv_type != RLX_KV_TYPE_DEFAULT && o->model.kv_type != RLX_KV_TYPE_F32 &&
+        o->model.kv_type != RLX_KV_TYPE_F16)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "engine options: K/V type %d; expected %d (the default), %d (F32) "
                           "or %d (F16)", (int)o->model.kv_type, RLX_KV_TYPE_DEFAULT, RLX_KV_TYPE_F32, RLX_KV_TYPE_F16);
-    }
+    e->kv_type = rlx_kv_type_resolve(e->backend, o->model.kv_type);
     return NULL;
 }
 
@@ -101,7 +96,7 @@ static rlx_status try_session(rlx_engine *e) {
         .head_dim_v = (int32_t)c->head_dim_v,
         .page_size = e->page_size,
         .n_pages = e->n_pages,
-        .kv_dtype = e->kv_type == RLX_KV_TYPE_F16 ? RLX_DTYPE_F16 : RLX_DTYPE_F32,
+        .kv_dtype = rlx_kv_type_dtype(e->kv_type),
     };
     return e->backend->ops->session_create(e->backend, e->model->weights, e->model->n_weights, &spec, &e->session);
 }

@@ -34,6 +34,12 @@ static const char *test_backend(void) {
     return b && *b ? b : "cpu";
 }
 
+/* The K/V type: the backend's default unless RLX_TEST_KV is f32 or f16 (tests/vulkan/tests.cmake). */
+static rlx_kv_type test_kv_type(void) {
+    const char *k = getenv("RLX_TEST_KV");
+    return k && !strcmp(k, "f32") ? RLX_KV_TYPE_F32 : k && !strcmp(k, "f16") ? RLX_KV_TYPE_F16 : RLX_KV_TYPE_DEFAULT;
+}
+
 static const char *const ALL_MODELS[] = {"hf", "F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0"};
 #define N_ALL_MODELS (sizeof ALL_MODELS / sizeof ALL_MODELS[0])
 
@@ -154,6 +160,7 @@ static void set_path(rlx_runner_opts *o, int path) {
 static void check_greedy(const model_case *mc, int path, model_result *res) {
     rlx_runner_opts o = rlx_runner_opts_default();
     o.backend = test_backend();
+    o.kv_type = test_kv_type();
     set_path(&o, path);
     rlx_runner *r = NULL;
     if (!T_OK(rlx_runner_open(mc->path, &o, &r))) return;
@@ -192,11 +199,13 @@ static void run_model(const model_case *mc, const json_t *ref_hf) {
     rlx_runner *r = NULL;
     rlx_runner_opts o = rlx_runner_opts_default();
     o.backend = test_backend();
+    o.kv_type = test_kv_type();
     if (!T_OK(rlx_runner_open(mc->path, &o, &r))) return;
     T_CHECK(rlx_runner_vocab_size(r) == json_integer_value(json_object_get(mc->ref, "vocab_size")),
             "%s: vocab_size %d, reference says %lld", mc->label, rlx_runner_vocab_size(r),
             (long long)json_integer_value(json_object_get(mc->ref, "vocab_size")));
-    printf("%s on %s\n", rlx_runner_family(r), rlx_runner_backend_name(r));
+    printf("%s on %s, K/V %s\n", rlx_runner_family(r), rlx_runner_backend_name(r),
+           rlx_runner_kv_type(r) == RLX_KV_TYPE_F16 ? "f16" : "f32");
     check_last_logits(r, mc, &res);
     bool do_all = !strcmp(mc->label, "hf") || !strcmp(mc->label, "F32");
     if (do_all) check_all_logits(r, mc, ref_hf, &res);

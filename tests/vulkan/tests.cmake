@@ -75,6 +75,13 @@ if(RLX_VULKAN)
       set_tests_properties(${name} PROPERTIES LABELS "vulkan;parity" SKIP_RETURN_CODE 77
         FAIL_REGULAR_EXPRESSION "rlx vulkan validation"
         ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};RLX_TEST_BACKEND=vulkan;RLX_VK_COOPMAT=exact;${RLX_VK_TEST_ENV}")
+      # Path parity holds the cached paths to the naive one within 1e-5 and equal ids: a property
+      # of f32 paths. An F16 cache (the default) rounds K/V that the naive path keeps in f32, so
+      # these runs ask for F32 K/V (RLX_TEST_KV); F16 is checked against the references by family
+      # parity and against the f32 kernels by test_vk_ops kv-f16 and test_vk_rows kv-f16.
+      if(program STREQUAL "test_path_parity")
+        set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT RLX_TEST_KV=f32)
+      endif()
     endif()
   endfunction()
   # Family parity runs every fixture type of every family with RLX_VK_FULL_PARITY=ON (do that on a
