@@ -166,7 +166,7 @@ rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_
                           (int)n_seqs, (int)n_tokens);
     rlx_model *m = NULL;
     RLX_TRY(rlx_model_open(path, &m));
-    int64_t per_page = page_bytes(&m->config, PAGE_SIZE);
+    int64_t per_page = page_bytes(&m->config, PAGE_SIZE, 4); /* F32, the larger type: rlx/engine.h */
     rlx_model_close(m);
     int64_t pages = (int64_t)n_seqs * ((n_tokens + PAGE_SIZE - 1) / PAGE_SIZE) + 1, total;
     if (__builtin_mul_overflow(pages, per_page, &total))

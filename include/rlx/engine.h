@@ -75,7 +75,9 @@ typedef struct rlx_seq_opts {
 rlx_status rlx_engine_open(const char *path, const rlx_engine_opts *opts, rlx_engine **out);
 /* The kv_memory that holds n_seqs sequences of n_tokens tokens each at once (whole pages, plus the
  * spare page the pool keeps), for the model at path: a caller sizing the pool for a known load (a
- * benchmark) need not know the page size or the K/V layout. */
+ * benchmark) need not know the page size or the K/V layout. Counted in F32 K/V, the larger type,
+ * as the backend is not known here: an F16 pool (Vulkan's default) of that budget holds twice the
+ * pages. */
 rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_tokens, int64_t *bytes);
 void rlx_engine_close(rlx_engine *e); /* NULL is fine */
 
