@@ -33,3 +33,8 @@ rlx_status rlx_backend_select_opts(const char *name, const char *device, int n_t
     }
     return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown backend '%s' (expected 'cpu' or 'vulkan')", name);
 }
+
+rlx_kv_type rlx_kv_type_resolve(const rlx_backend *b, rlx_kv_type t) {
+    if (t != RLX_KV_TYPE_DEFAULT) return t;
+    return strcmp(b->name, "vulkan") == 0 ? RLX_KV_TYPE_F16 : RLX_KV_TYPE_F32;
+}

@@ -16,15 +16,17 @@
 #define DEFAULT_MAX_CTX 4096
 #define MAX_SEQS (1 << 20)
 
-/* Bytes of one page over every attention layer, K and V (F32 until the device keeps F16). */
-static int64_t page_bytes(const rlx_model_config *c, int32_t page_size) {
-    int64_t row = (int64_t)c->n_head_kv * ((int64_t)c->head_dim + (int64_t)c->head_dim_v) * 4;
+/* Bytes of one page over every attention layer, K and V, of elem-byte elements. */
+static int64_t page_bytes(const rlx_model_config *c, int32_t page_size, int64_t elem) {
+    int64_t row = (int64_t)c->n_head_kv * ((int64_t)c->head_dim + (int64_t)c->head_dim_v) * elem;
     return row * page_size * (int64_t)c->n_layer;
 }
 
+/* Pages of the pool: the budget's bytes at the resolved K/V type, so an F16 pool holds twice the
+ * tokens of an F32 one in the same memory. */
 static rlx_status size_pool(rlx_engine *e) {
     const rlx_model_config *c = &e->model->config;
-    int64_t per_page = page_bytes(c, e->page_size);
+    int64_t per_page = page_bytes(c, e->page_size, e->kv_type == RLX_KV_TYPE_F16 ? 2 : 4);
     int64_t ctx_pages = ((int64_t)e->opts.model.n_ctx + e->page_size - 1) / e->page_size;
     int64_t want = e->opts.kv_memory;
     if (want == 0) {
@@ -77,10 +79,15 @@ static rlx_status resolve_opts(rlx_engine *e, const rlx_engine_opts *o) {
         return rlx_errorf(RLX_ERR_BAD_FILE, "%s model: vocabulary of %u tokens", e->family->name, c->n_vocab);
     e->n_vocab = (int32_t)c->n_vocab;
     e->page_size = PAGE_SIZE;
+    if (o->model.kv_type != RLX_KV_TYPE_DEFAULT && o->model.kv_type != RLX_KV_TYPE_F32 &&
+        o->model.kv_type != RLX_KV_TYPE_F16)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "engine options: K/V type %d; expected %d (the default), %d (F32) "
+                          "or %d (F16)", (int)o->model.kv_type, RLX_KV_TYPE_DEFAULT, RLX_KV_TYPE_F32, RLX_KV_TYPE_F16);
+    e->kv_type = rlx_kv_type_resolve(e->backend, o->model.kv_type);
     return NULL;
 }
 
-static rlx_status create_session(rlx_engine *e) {
+static rlx_status try_session(rlx_engine *e) {
     const rlx_model_config *c = &e->model->config;
     rlx_state_spec spec = {
         .n_layer = (int32_t)c->n_layer,
@@ -89,9 +96,25 @@ static rlx_status create_session(rlx_engine *e) {
         .head_dim_v = (int32_t)c->head_dim_v,
         .page_size = e->page_size,
         .n_pages = e->n_pages,
-        .kv_dtype = RLX_DTYPE_F32,
+        .kv_dtype = rlx_kv_type_dtype(e->kv_type),
     };
-    RLX_TRY(e->backend->ops->session_create(e->backend, e->model->weights, e->model->n_weights, &spec, &e->session));
+    return e->backend->ops->session_create(e->backend, e->model->weights, e->model->n_weights, &spec, &e->session);
+}
+
+/* The pool sized for the resolved K/V type, then the session. Where F16 was only the default (not
+ * asked for) and the backend refuses it (a Vulkan device without 16-bit storage), the engine falls
+ * back to F32 here: the pool is sized again for 4-byte elements within the same budget. */
+static rlx_status create_session(rlx_engine *e) {
+    RLX_TRY(size_pool(e));
+    rlx_status st = try_session(e);
+    if (st && rlx_status_code(st) == RLX_ERR_UNSUPPORTED && e->kv_type == RLX_KV_TYPE_F16 &&
+        e->opts.model.kv_type == RLX_KV_TYPE_DEFAULT) {
+        rlx_status_free(st);
+        e->kv_type = RLX_KV_TYPE_F32;
+        RLX_TRY(size_pool(e));
+        st = try_session(e);
+    }
+    if (st) return st;
     return rlx_kv_pages_create(e->n_pages, e->page_size, &e->pages);
 }
 
@@ -104,7 +127,6 @@ rlx_status rlx_engine_create(const rlx_model *model, const rlx_family_ops *famil
     e->backend = backend;
     e->decode_ahead = decode_ahead > 0 ? decode_ahead : RLX_DECODE_AHEAD_DEFAULT;
     rlx_status st = resolve_opts(e, opts);
-    if (!st) st = size_pool(e);
     if (!st) st = create_session(e);
     if (!st) st = alloc_buffers(e);
     if (st) {
@@ -145,7 +167,7 @@ rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_
                           (int)n_seqs, (int)n_tokens);
     rlx_model *m = NULL;
     RLX_TRY(rlx_model_open(path, &m));
-    int64_t per_page = page_bytes(&m->config, PAGE_SIZE);
+    int64_t per_page = page_bytes(&m->config, PAGE_SIZE, 4); /* F32, the larger type: rlx/engine.h */
     rlx_model_close(m);
     int64_t pages = (int64_t)n_seqs * ((n_tokens + PAGE_SIZE - 1) / PAGE_SIZE) + 1, total;
     if (__builtin_mul_overflow(pages, per_page, &total))
@@ -427,6 +449,7 @@ int32_t rlx_engine_n_ctx(const rlx_engine *e) { return e->opts.model.n_ctx; }
 int32_t rlx_engine_eos_id(const rlx_engine *e) { return e->model->config.eos_id >= 0 ? e->model->config.eos_id : -1; }
 const char *rlx_engine_family(const rlx_engine *e) { return e->family->name; }
 const char *rlx_engine_backend_name(const rlx_engine *e) { return e->backend->name; }
+rlx_kv_type rlx_engine_kv_type(const rlx_engine *e) { return e->kv_type; }
 
 rlx_engine_stats rlx_engine_get_stats(const rlx_engine *e) {
     rlx_kv_pages_stats ps = rlx_kv_pages_get_stats(e->pages);

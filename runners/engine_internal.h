@@ -59,6 +59,7 @@ struct rlx_engine {
     rlx_engine_opts opts;         /* resolved: chunk, max_rows, n_ctx set */
     int32_t n_vocab, page_size, n_pages, decode_ahead;
     int64_t kv_bytes;
+    rlx_kv_type kv_type;          /* resolved: RLX_KV_TYPE_F32 or RLX_KV_TYPE_F16 */
     eng_seq *seqs;                /* owned, n_seqs slots; ids index it */
     int32_t n_seqs;
     int64_t n_admitted;

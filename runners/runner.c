@@ -68,6 +68,9 @@ rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_ru
     if (o.n_ctx < 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "context length %d: expected 0 (the model's) or more",
                           (int)o.n_ctx);
+    if (o.kv_type != RLX_KV_TYPE_DEFAULT && o.kv_type != RLX_KV_TYPE_F32 && o.kv_type != RLX_KV_TYPE_F16)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "kv_type %d: expected RLX_KV_TYPE_DEFAULT, _F32 or _F16",
+                          (int)o.kv_type);
     if (o.decode_ahead < 0 || o.decode_ahead > RLX_DECODE_AHEAD_MAX)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "decode_ahead %d: expected 0 (the default, %d) to %d",
                           (int)o.decode_ahead, RLX_DECODE_AHEAD_DEFAULT, RLX_DECODE_AHEAD_MAX);
@@ -91,6 +94,10 @@ void rlx_runner_close(rlx_runner *r) {
     rlx_model_close(r->model);
     free(r->logits);
     free(r);
+}
+
+rlx_kv_type rlx_runner_kv_type(const rlx_runner *r) {
+    return r->eng ? rlx_engine_kv_type(r->eng) : RLX_KV_TYPE_F32;
 }
 
 const char *rlx_runner_family(const rlx_runner *r) {

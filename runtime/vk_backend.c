@@ -92,14 +92,11 @@ static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_s
     s->kv = *kv;
     s->kv.layer_kind = NULL; /* borrowed for the call only */
     if (kv->n_layer == 0) return NULL;
-    if (kv->kv_dtype != RLX_DTYPE_F32)
-        return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: K/V of %s is not built yet (F32 only)",
-                          rlx_dtype_name(kv->kv_dtype));
     if (s->kv.head_dim_v == 0) s->kv.head_dim_v = kv->head_dim;
     s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
     if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
-    uint64_t row = (uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv * 4;
+    uint64_t row = (uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv * vk_kv_elem_bytes(s);
     uint64_t k_bytes = row * (uint64_t)kv->head_dim, v_bytes = row * (uint64_t)s->kv.head_dim_v;
     for (int32_t l = 0; l < kv->n_layer; l++) {
         RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, k_bytes, "KV cache (K)", &s->k_cache[l]));
@@ -114,22 +111,37 @@ static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_s
 /* Refuses, before anything is uploaded, weights + KV cache larger than the device memory available
  * (vk_memory.h), so that a context or model too large fails at once with needed vs available bytes
  * instead of part-way through the uploads. */
+/* F16 pools are read and written by the *_f16 kernels, which need 16-bit storage buffers
+ * (storageBuffer16BitAccess). A device without it refuses them here, before anything is uploaded;
+ * callers that chose F16 as a default (runners/engine.c) then ask for F32. */
+static rlx_status check_kv_dtype(const rlx_vk_backend *b, const rlx_state_spec *kv) {
+    if (kv->n_layer == 0 || kv->kv_dtype == RLX_DTYPE_F32) return NULL;
+    if (kv->kv_dtype != RLX_DTYPE_F16)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: K/V of %s; expected F32 or F16",
+                          rlx_dtype_name(kv->kv_dtype));
+    if (!b->dev->caps->storage16)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: F16 K/V needs 16-bit storage buffers "
+                          "(storageBuffer16BitAccess), which %s lacks; use F32 K/V", b->dev->caps->name);
+    return NULL;
+}
+
 static rlx_status check_session_room(const rlx_session *s, const rlx_state_spec *kv) {
     uint64_t weights = 0, cache = 0, need;
+    uint32_t elem = kv->kv_dtype == RLX_DTYPE_F16 ? 2 : 4;
     for (size_t i = 0; i < s->n_weights; i++) weights += s->weights[i].rows * s->weights[i].row_bytes + 16;
     int32_t dv = kv->head_dim_v ? kv->head_dim_v : kv->head_dim;
     bool sane = kv->n_layer > 0;
     bool overflow = sane && (__builtin_mul_overflow((uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv,
-                                                    ((uint64_t)kv->head_dim + (uint64_t)dv) * 4, &cache) ||
+                                                    ((uint64_t)kv->head_dim + (uint64_t)dv) * elem, &cache) ||
                              __builtin_mul_overflow(cache, (uint64_t)kv->n_layer, &cache));
     overflow = overflow || __builtin_add_overflow(weights, cache, &need);
     char what[256];
     if (sane)
         snprintf(what, sizeof what,
                  "session: weights (%" PRIu64 " bytes) and a KV pool of %lld rows (%d layers x %lld rows x %d KV "
-                 "heads x (%d + %d) dims x 4 bytes)",
+                 "heads x (%d + %d) dims x %u bytes)",
                  weights, (long long)rlx_state_kv_rows(kv), kv->n_layer, (long long)rlx_state_kv_rows(kv),
-                 kv->n_head_kv, kv->head_dim, dv);
+                 kv->n_head_kv, kv->head_dim, dv, elem);
     else
         snprintf(what, sizeof what, "session: weights (%" PRIu64 " bytes)", weights);
     if (overflow)
@@ -140,6 +152,7 @@ static rlx_status check_session_room(const rlx_session *s, const rlx_state_spec 
 
 static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t n_weights, const rlx_state_spec *kv) {
     RLX_TRY(rlx_state_spec_check(kv));
+    RLX_TRY(check_kv_dtype(s->b, kv));
     s->weights = calloc(n_weights ? n_weights : 1, sizeof *s->weights);
     if (!s->weights) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: %zu weights", n_weights);
     for (size_t i = 0; i < n_weights; i++) {
@@ -214,7 +227,7 @@ static void transfer_barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineSta
 static void record_page_copies(const rlx_session *s, VkCommandBuffer cb, const int32_t *src, const int32_t *dst,
                                int32_t n) {
     rlx_vk_device *d = s->b->dev;
-    VkDeviceSize rows = (VkDeviceSize)s->kv.page_size * (VkDeviceSize)s->kv.n_head_kv * 4;
+    VkDeviceSize rows = (VkDeviceSize)s->kv.page_size * (VkDeviceSize)s->kv.n_head_kv * vk_kv_elem_bytes(s);
     VkDeviceSize k_page = rows * (VkDeviceSize)s->kv.head_dim, v_page = rows * (VkDeviceSize)s->kv.head_dim_v;
     transfer_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
                      VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);

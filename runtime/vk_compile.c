@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "ir/analysis.h"
+#include "loader/core/half.h"
 #include "runtime/vk_internal.h"
 #include "runtime/vk_status.h"
 
@@ -74,8 +75,21 @@ bool vk_reads_pool(const rlx_program *p, rlx_node n) {
     return p->nodes[storage_root(p, n)].store == VK_STORE_KV;
 }
 
+bool vk_pool_f16(const rlx_program *p, rlx_node n) {
+    return vk_reads_pool(p, n) && vk_kv_elem_bytes(p->s) == 2;
+}
+
+rlx_status vk_kv_range(const rlx_program *p, rlx_node n, vk_range *out) {
+    if (!vk_reads_pool(p, n)) return vk_f32_range(p, n, out);
+    *out = vk_node_range(p, n);
+    return NULL;
+}
+
 rlx_status vk_f32_range(const rlx_program *p, rlx_node n, vk_range *out) {
     const vk_node *v = &p->nodes[storage_root(p, n)];
+    if (vk_pool_f16(p, n))
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d reads the session's F16 K/V pool as f32 values; only "
+                          "KV_WRITE and ATTENTION read the pools", n);
     if (v->store == VK_STORE_WEIGHT && v->has_const) {
         *out = vk_const_range(p, v->const_offset, v->bytes);
         return NULL;
@@ -248,7 +262,7 @@ static rlx_status check_pool_outputs(const rlx_program *p) {
         rlx_node n = p->outputs[o];
         if (!vk_reads_pool(p, n)) continue;
         vk_range r = vk_node_range(p, n);
-        if (p->nodes[n].bytes > r.size)
+        if ((uint64_t)p->nodes[n].numel * vk_kv_elem_bytes(p->s) > r.size) /* in the pool's elements */
             return rlx_errorf(RLX_ERR_UNSUPPORTED,
                               "compile: output %d (%%%d) reads %" PRId64 " cache rows back, more than the session's "
                               "pool of %" PRId64 " rows",
@@ -692,6 +706,27 @@ static void record_input_copy(rlx_program *p, VkCommandBuffer cb) {
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+/* Bytes copied out for output o: its f32 or i32 values, or an F16 pool's elements, which the
+ * readback widens to f32 (read_output). */
+static VkDeviceSize output_copy_bytes(const rlx_program *p, int32_t o) {
+    const vk_node *n = &p->nodes[p->outputs[o]];
+    return vk_pool_f16(p, p->outputs[o]) ? (VkDeviceSize)n->numel * 2 : n->bytes;
+}
+
+static void read_output(const rlx_program *p, int32_t o, const uint8_t *rb, void *out) {
+    const vk_node *n = &p->nodes[p->outputs[o]];
+    if (!vk_pool_f16(p, p->outputs[o])) {
+        memcpy(out, rb, n->bytes);
+        return;
+    }
+    float *f = out;
+    for (int64_t i = 0; i < n->numel; i++) {
+        uint16_t h;
+        memcpy(&h, rb + 2 * i, 2);
+        f[i] = rlx_f16_to_f32(h);
+    }
+}
+
 static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
     rlx_vk_device *d = p->b->dev;
     barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -700,7 +735,7 @@ static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
     d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &st);
     for (int32_t o = 0; o < p->n_outputs; o++) {
         vk_range r = vk_node_range(p, p->outputs[o]);
-        VkBufferCopy c = {r.offset, p->rb.offset + p->output_offset[o], p->nodes[p->outputs[o]].bytes};
+        VkBufferCopy c = {r.offset, p->rb.offset + p->output_offset[o], output_copy_bytes(p, o)};
         d->vk.vkCmdCopyBuffer(cb, r.buffer, p->rb.buffer, 1, &c);
     }
     if (p->ring_offset) {
@@ -1039,7 +1074,7 @@ static rlx_status submit_and_read(rlx_program *p, const VkCommandBuffer *cbs, ui
     memcpy(st, rb, sizeof st);
     if (st[0] != 0) return status_error(p, st);
     for (int32_t o = 0; o < p->n_outputs; o++)
-        memcpy(a->outputs[o], rb + p->output_offset[o], p->nodes[p->outputs[o]].bytes);
+        read_output(p, o, rb + p->output_offset[o], a->outputs[o]);
     return NULL;
 }
 

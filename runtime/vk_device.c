@@ -547,11 +547,13 @@ static uint64_t max_binding(const rlx_vk_caps *c, uint64_t forced) {
 
 /* What the device is created with beyond Vulkan 1.2's core, where the snapshot found it: the
  * cooperative-matrix kernel (shaders/matmul_coop.comp) needs VK_NV_cooperative_matrix and its
- * feature, shaderFloat16 and the Vulkan memory model; RLX_VK_SHADER_STATS needs
- * VK_KHR_pipeline_executable_properties and its feature. */
+ * feature, shaderFloat16 and the Vulkan memory model; F16 K/V pools (the *_f16 kernels) need
+ * storageBuffer16BitAccess; RLX_VK_SHADER_STATS needs VK_KHR_pipeline_executable_properties and
+ * its feature. */
 typedef struct device_extras {
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop;
+    VkPhysicalDeviceVulkan11Features f11;
     VkPhysicalDeviceVulkan12Features f12;
     const char *ext[2];
     uint32_t n_ext;
@@ -578,6 +580,12 @@ static void device_extras_chain(const rlx_vk_caps *c, bool stats, device_extras 
                                                     .vulkanMemoryModel = VK_TRUE};
         chain = &x->f12;
         x->ext[x->n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    if (c->storage16) {
+        x->f11 = (VkPhysicalDeviceVulkan11Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                                    .pNext = chain,
+                                                    .storageBuffer16BitAccess = VK_TRUE};
+        chain = &x->f11;
     }
     info->pNext = chain;
     info->enabledExtensionCount = x->n_ext;

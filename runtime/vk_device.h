@@ -43,7 +43,8 @@ typedef struct rlx_vk_caps {
     /* arithmetic and storage */
     bool fp16, int8, fp64, int64, int16;
     bool bf16;             /* VK_KHR_shader_bfloat16 present */
-    bool storage16, storage8;
+    bool storage16, storage8; /* storage16 is enabled when the device is created: F16 K/V pools
+                                 (shaders/kv_type.glsl) need it */
 
     /* subgroups */
     uint32_t subgroup_size, subgroup_min, subgroup_max;

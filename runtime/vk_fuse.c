@@ -174,7 +174,7 @@ static bool warm_wanted(const rlx_program *p, rlx_node mm) {
  * its new V rows (shaders/matvec.comp WARM), the last of the stage before it in the families'
  * graphs: the walk's loads then come from L2, not memory, which decode attention's latency is
  * bound by. Where warm_wanted, the V matmul is its own matvec dispatch of one weight part, and K and
- * V cache rows are alike and whole 16-byte words. */
+ * V cache rows are alike and whole 16-byte words (of F32 or F16 elements). */
 static void mark_warm(rlx_program *p, rlx_node a) {
     const vk_node *n = node(p, a), *kc = in(p, n->info.in[1], 0), *vc = in(p, n->info.in[2], 0);
     if (n->fuse != VK_FUSE_ATTN_STEP) return;
@@ -185,7 +185,9 @@ static void mark_warm(rlx_program *p, rlx_node a) {
         !warm_wanted(p, mm))
         return;
     int64_t row = kc->numel / kc->info.shape.dim[0];
-    if (row != vc->numel / vc->info.shape.dim[0] || kc->info.shape.dim[0] != vc->info.shape.dim[0] || row % 4 != 0) return;
+    if (row != vc->numel / vc->info.shape.dim[0] || kc->info.shape.dim[0] != vc->info.shape.dim[0] ||
+        row * vk_kv_elem_bytes(p->s) % 16 != 0)
+        return;
     p->nodes[mm].warm = a;
 }
 

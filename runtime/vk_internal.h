@@ -61,6 +61,9 @@ struct rlx_session {
     rlx_vk_alloc *v_cache;
 };
 
+/* Bytes of one K/V element in the session's pools: F16 or F32 (kv.kv_dtype). */
+static inline uint32_t vk_kv_elem_bytes(const rlx_session *s) { return s->kv.kv_dtype == RLX_DTYPE_F16 ? 2u : 4u; }
+
 /* Where a node's values live. */
 typedef enum {
     VK_STORE_NONE,   /* dead: nothing consumes it */
@@ -209,12 +212,17 @@ struct rlx_program {
 /* Whether node n's values are a session pool (a KV_CACHE or a KV_WRITE of one): its rows are
  * addressed through the run's page tables (shaders/common.glsl rlx_kv_row). */
 bool vk_reads_pool(const rlx_program *p, rlx_node n);
+/* Whether node n is a pool of F16 elements: its kernels are the *_f16 variants (shaders/kv_type.glsl). */
+bool vk_pool_f16(const rlx_program *p, rlx_node n);
 
 /* The range holding node n's values (its storage root's). */
 vk_range vk_node_range(const rlx_program *p, rlx_node n);
 /* The range of node n read as f32 values: itself, or the f32 copy of a non-F32 WEIGHT. Errors when
- * an F32 weight is split into parts (too large for one binding). */
+ * an F32 weight is split into parts (too large for one binding), or n is an F16 pool (only the
+ * kernels that take pools read those: vk_kv_range). */
 rlx_status vk_f32_range(const rlx_program *p, rlx_node n, vk_range *out);
+/* The range of an attention's K or V operand: a pool as it is (F32 or F16), else vk_f32_range. */
+rlx_status vk_kv_range(const rlx_program *p, rlx_node n, vk_range *out);
 /* Appends a dispatch; spec[0] (the workgroup size) must be set. */
 rlx_status vk_emit(rlx_program *p, vk_dispatch_list *list, rlx_node node, rlx_vk_kernel k, const uint32_t *spec,
                    const vk_range *bind, uint32_t n_bind, uint32_t reads, uint32_t writes, const void *push,

@@ -370,13 +370,13 @@ _Static_assert(RLX_VK_BIND(matmul, X) == RLX_VK_BIND(matvec, X) && RLX_VK_BIND(m
                "shaders/kernels.def: matmul and matvec bindings differ");
 
 /* matvec.comp WARM for decode attention a (runtime/vk_fuse.c mark_warm): its K and V caches at
- * bindings 9 and 10, their rows' 16-byte words in the scalars. */
+ * bindings 9 and 10, their rows' 16-byte words (of F32 or F16 elements) in the scalars. */
 static void warm_caches(rlx_program *p, rlx_node a, uint32_t *spec, vk_range *bind, uint32_t *push, uint32_t *reads) {
     const vk_node *kc = in(p, node(p, a)->info.in[1], 0);
     spec[RLX_VK_SPEC(matvec, WARM)] = 1;
     bind[RLX_VK_BIND(matvec, WARM_K)] = vk_node_range(p, node(p, a)->info.in[1]);
     bind[RLX_VK_BIND(matvec, WARM_V)] = vk_node_range(p, node(p, a)->info.in[2]);
-    push[10] = (uint32_t)(kc->numel / kc->info.shape.dim[0] / 4);
+    push[10] = (uint32_t)(kc->numel / kc->info.shape.dim[0] * vk_kv_elem_bytes(p->s) / 16);
     *reads |= RLX_VK_BIT(matvec, WARM_K) | RLX_VK_BIT(matvec, WARM_V);
 }
 
@@ -469,6 +469,22 @@ static uint32_t subgroup(const rlx_program *p) {
     return sg ? sg : 1;
 }
 
+/* Kernel k, or its *_f16 variant where the pool it reads or writes (node pool) holds F16
+ * (shaders/kv_type.glsl). Only these kernels touch pools. */
+static rlx_vk_kernel kv_kernel(const rlx_program *p, rlx_node pool, rlx_vk_kernel k) {
+    if (pool == RLX_NO_NODE || !vk_pool_f16(p, pool)) return k;
+    switch (k) {
+    case RLX_VK_KERNEL_kv_write: return RLX_VK_KERNEL_kv_write_f16;
+    case RLX_VK_KERNEL_rms_norm: return RLX_VK_KERNEL_rms_norm_f16;
+    case RLX_VK_KERNEL_rope: return RLX_VK_KERNEL_rope_f16;
+    case RLX_VK_KERNEL_attention: return RLX_VK_KERNEL_attention_f16;
+    case RLX_VK_KERNEL_attention_step: return RLX_VK_KERNEL_attention_step_f16;
+    case RLX_VK_KERNEL_attention_step_fixed: return RLX_VK_KERNEL_attention_step_fixed_f16;
+    case RLX_VK_KERNEL_attention_prefill: return RLX_VK_KERNEL_attention_prefill_f16;
+    default: return k;
+    }
+}
+
 /* The V half of a fused KV write (shaders/rms_norm.comp, rope.comp KV): KV 2 with the V rows and
  * the V cache when kw carries its V partner, else KV 1 (kw != RLX_NO_NODE) or 0, and bindings that
  * the kernel does not touch. */
@@ -540,8 +556,8 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
                      (j.rope != RLX_NO_NODE ? RLX_VK_BIT(rms_norm, TURNS) : 0u) |
                      (kv.kv == 2 || j.res != RLX_NO_NODE ? RLX_VK_BIT(rms_norm, V_SRC) : 0u);
     uint32_t writes = RLX_VK_BIT(rms_norm, OUT) | (kv.kv == 2 ? RLX_VK_BIT(rms_norm, V_CACHE) : 0u);
-    return vk_emit(p, &p->run, j.at, RLX_VK_KERNEL_rms_norm, spec, bind, 6, reads, writes, push, sizeof push,
-                   ceil_div(rows, per));
+    return vk_emit(p, &p->run, j.at, kv_kernel(p, j.kw, RLX_VK_KERNEL_rms_norm), spec, bind, 6, reads, writes, push,
+                   sizeof push, ceil_div(rows, per));
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
@@ -572,8 +588,8 @@ static rlx_status emit_rope(rlx_program *p, rlx_node at, rlx_node rope, rlx_node
                         n->tok || kv.kv ? 1u : 0u, kv.dv};
     uint32_t reads = RLX_VK_BIT(rope, X) | RLX_VK_BIT(rope, TURNS) | (kv.kv == 2 ? RLX_VK_BIT(rope, V_SRC) : 0u);
     uint32_t writes = RLX_VK_BIT(rope, OUT) | (kv.kv == 2 ? RLX_VK_BIT(rope, V_CACHE) : 0u);
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_rope, spec, bind, 5, reads, writes, push, sizeof push,
-                   ceil_div(rows * heads * per_head, p->b->wg));
+    return vk_emit(p, &p->run, at, kv_kernel(p, kw, RLX_VK_KERNEL_rope), spec, bind, 5, reads, writes, push,
+                   sizeof push, ceil_div(rows * heads * per_head, p->b->wg));
 }
 
 static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
@@ -599,8 +615,17 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     bind[1] = vk_node_range(p, i);
     uint32_t spec[1] = {p->b->wg};
     uint32_t push[2] = {(uint32_t)row, (uint32_t)rows};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_kv_write, spec, bind, 2, RLX_VK_BIT(kv_write, X),
+    return vk_emit(p, &p->run, i, kv_kernel(p, i, RLX_VK_KERNEL_kv_write), spec, bind, 2, RLX_VK_BIT(kv_write, X),
                    RLX_VK_BIT(kv_write, CACHE), push, sizeof push, stride_groups(rows * row, p->b->wg));
+}
+
+/* An attention's K and V are both pools or neither (the kernels take PAGED for both). */
+static rlx_status check_kv_operands(const rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (vk_reads_pool(p, n->info.in[1]) == vk_reads_pool(p, n->info.in[2])) return NULL;
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d ATTENTION reads %s from the session's pool and %s from "
+                      "this run's rows; both or neither", i, vk_reads_pool(p, n->info.in[1]) ? "K" : "V",
+                      vk_reads_pool(p, n->info.in[1]) ? "V" : "K");
 }
 
 static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, vk_prefill_plan plan) {
@@ -608,8 +633,9 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, vk_prefill_
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     vk_range bind[4];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention_prefill, Q)]));
-    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention_prefill, K)]));
-    RLX_TRY(vk_f32_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention_prefill, V)]));
+    RLX_TRY(check_kv_operands(p, i));
+    RLX_TRY(vk_kv_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention_prefill, K)]));
+    RLX_TRY(vk_kv_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention_prefill, V)]));
     bind[RLX_VK_BIND(attention_prefill, OUT)] = vk_node_range(p, i);
     bool vec = q->info.shape.dim[2] % 4 == 0 && n->info.shape.dim[2] % 4 == 0;
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = 256,
@@ -628,7 +654,7 @@ static rlx_status emit_attention_prefill(rlx_program *p, rlx_node i, vk_prefill_
                         n->tok ? 1u : 0u};
     uint32_t reads =
         RLX_VK_BIT(attention_prefill, Q) | RLX_VK_BIT(attention_prefill, K) | RLX_VK_BIT(attention_prefill, V);
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention_prefill, spec, bind, 4, reads,
+    return vk_emit(p, &p->run, i, kv_kernel(p, n->info.in[1], RLX_VK_KERNEL_attention_prefill), spec, bind, 4, reads,
                    RLX_VK_BIT(attention_prefill, OUT), push, sizeof push,
                    ceil_div(rows, vk_attention_prefill_rows(plan.d)) * heads);
 }
@@ -651,10 +677,10 @@ static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range
 
 /* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, blocks
  * of 8 keys, 4 head dims per lane: heads of 128 on subgroups of 32), else attention_step.comp. */
-static rlx_vk_kernel attention_step_kernel(const uint32_t *spec) {
+static rlx_vk_kernel attention_step_kernel(const rlx_program *p, rlx_node pool, const uint32_t *spec) {
     bool fixed = spec[RLX_VK_SPEC(attention_step, GW)] == 1 && spec[RLX_VK_SPEC(attention_step, KB)] == 8 &&
                  spec[RLX_VK_SPEC(attention_step, EPL)] == 4 && spec[RLX_VK_SPEC(attention_step, EPV)] == 4;
-    return fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step;
+    return kv_kernel(p, pool, fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step);
 }
 
 /* attention_step.comp extends attention.comp: its first bindings and spec constants are attention's. */
@@ -701,8 +727,8 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
                      RLX_VK_BIT(attention_step, Q_TURNS) | RLX_VK_BIT(attention_step, K_TURNS);
     uint32_t writes = RLX_VK_BIT(attention_step, K) | RLX_VK_BIT(attention_step, V) | RLX_VK_BIT(attention_step, OUT) |
                       (split ? RLX_VK_BIT(attention_step, PART) : 0u);
-    return vk_emit(p, &p->run, i, attention_step_kernel(spec), spec, b, 11, reads, writes, push, 13 * sizeof *push,
-                   groups);
+    return vk_emit(p, &p->run, i, attention_step_kernel(p, kw, spec), spec, b, 11, reads, writes, push,
+                   13 * sizeof *push, groups);
 }
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
@@ -724,8 +750,9 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = 64 / (epl + epv);
     vk_range bind[5];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention, Q)]));
-    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention, K)]));
-    RLX_TRY(vk_f32_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention, V)]));
+    RLX_TRY(check_kv_operands(p, i));
+    RLX_TRY(vk_kv_range(p, n->info.in[1], &bind[RLX_VK_BIND(attention, K)]));
+    RLX_TRY(vk_kv_range(p, n->info.in[2], &bind[RLX_VK_BIND(attention, V)]));
     bind[RLX_VK_BIND(attention, OUT)] = vk_node_range(p, i);
     bind[RLX_VK_BIND(attention, PART)] = bind[RLX_VK_BIND(attention, OUT)];
     if (splits > 1)
@@ -752,7 +779,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (n->fuse == VK_FUSE_ATTN_STEP)
         RLX_TRY(emit_attention_step(p, i, bind, spec, push, rows * (heads / gw) * splits));
     else
-        RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_attention, spec, bind, 5,
+        RLX_TRY(vk_emit(p, &p->run, i, kv_kernel(p, n->info.in[1], RLX_VK_KERNEL_attention), spec, bind, 5,
                         RLX_VK_BIT(attention, Q) | RLX_VK_BIT(attention, K) | RLX_VK_BIT(attention, V),
                         splits > 1 ? RLX_VK_BIT(attention, PART) : RLX_VK_BIT(attention, OUT), push, 10 * sizeof *push,
                         rows * (heads / gw) * splits));

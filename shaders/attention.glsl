@@ -23,9 +23,14 @@
 // rms_norm.comp does), one workgroup per kv head writes the new K and V rows into the caches, and
 // no workgroup reads that cache row: the workgroup whose keys end at pos starts its subgroup 0's
 // online softmax with the new key from shared memory, and the cache walk stops before it.
+// F16 pools (RLX_KV_F16, the *_f16 kernels; only with PAGED): K and V rows are converted to float as
+// they are loaded; ATTN_STEP rounds the new key and value to F16 in shared memory before anything
+// uses them, so the new key is scored and the cache written with the same value, which later
+// steps read back (cached == naive at every step, and no step sees a key other steps do not).
 // Included by attention.comp, attention_step.comp (which defines ATTN_STEP) and
-// attention_step_fixed.comp (ATTN_STEP and ATTN_FIXED).
+// attention_step_fixed.comp (ATTN_STEP and ATTN_FIXED), and their _f16 twins.
 #include "common.glsl"
+#include "kv_type.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
@@ -61,8 +66,8 @@ layout(constant_id = 9) const uint PD = 128;    // floats per row of prep (>= dh
 #endif
 
 layout(set = 1, binding = 0) readonly buffer Q { float q[]; }; // ATTN_STEP: before norm and RoPE
-layout(set = 1, binding = 1) CACHE_ACCESS buffer K { float k[]; };
-layout(set = 1, binding = 2) CACHE_ACCESS buffer V { float v[]; };
+layout(set = 1, binding = 1) CACHE_ACCESS buffer K { kv_t k[]; };
+layout(set = 1, binding = 2) CACHE_ACCESS buffer V { kv_t v[]; };
 layout(set = 1, binding = 3) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT: [(i H + h) splits + s][Dv + 2]
 #ifdef ATTN_STEP
@@ -130,11 +135,11 @@ void load_block(uint j0, uint hi, uint kvh, uint kv_row, bool b) {
     [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
         uint row = key_row(min(j0 + kb, hi)) * kv_row + kvh;
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
-            float x = k[row * p.dh + min(lane + e * sgs, p.dh - 1u)];
+            float x = float(k[row * p.dh + min(lane + e * sgs, p.dh - 1u)]);
             if (b) k1[kb * EPL + e] = x; else k0[kb * EPL + e] = x;
         }
         [[unroll]] for (uint e = 0u; e < EPV; e++) {
-            float x = v[row * p.dv + min(lane + e * sgs, p.dv - 1u)];
+            float x = float(v[row * p.dv + min(lane + e * sgs, p.dv - 1u)]);
             if (b) v1[kb * EPV + e] = x; else v0[kb * EPV + e] = x;
         }
     }
@@ -203,6 +208,10 @@ void prep_row(uint r, uint h0, uint kvh, uint pos) {
             b = a * sc.x + b * sc.y;
             a = a2;
         }
+        if (!is_q) { // the value the cache will hold
+            a = kv_round(a);
+            b = kv_round(b);
+        }
         prep[pr + d.x] = a;
         if (d.y < p.dh) prep[pr + d.y] = b;
     }
@@ -248,12 +257,12 @@ void main() {
     if (walk && j0 + step <= hi) load_block(j0 + step, hi, kvh, kv_row, true);
 #ifdef ATTN_STEP
     for (uint r = sg; r <= GW; r += ns) prep_row(r, h0, kvh, pos);
-    for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = vnew[kvh * p.dv + d];
+    for (uint d = t; d < p.dv; d += WG) prep[(GW + 1u) * PD + d] = kv_round(vnew[kvh * p.dv + d]);
     barrier();
     if (!empty && h0 % (p.heads / p.kv_heads) == 0u && sp_i == 0u) { // one writer per kv head
         uint row = key_row(pos) * kv_row + kvh;
-        for (uint d = t; d < p.dh; d += WG) k[row * p.dh + d] = prep[GW * PD + d];
-        for (uint d = t; d < p.dv; d += WG) v[row * p.dv + d] = prep[(GW + 1u) * PD + d];
+        for (uint d = t; d < p.dh; d += WG) k[row * p.dh + d] = kv_store(prep[GW * PD + d]);
+        for (uint d = t; d < p.dv; d += WG) v[row * p.dv + d] = kv_store(prep[(GW + 1u) * PD + d]);
     }
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {

@@ -82,10 +82,10 @@ rlx_status rlx_bench_model_read(const char *path, rlx_bench_model *out) {
     return NULL;
 }
 
-double rlx_bench_kv_bytes_per_step(const rlx_bench_model *m, int64_t first_ctx, int64_t n) {
+double rlx_bench_kv_bytes_per_step(const rlx_bench_model *m, int64_t first_ctx, int64_t n, int32_t elem_bytes) {
     const rlx_model_config *c = &m->config;
     if (n <= 0) return 0.0;
-    double per_pos = (double)(c->head_dim + c->head_dim_v) * c->n_head_kv * RLX_BENCH_KV_ELEM_BYTES;
+    double per_pos = (double)(c->head_dim + c->head_dim_v) * c->n_head_kv * elem_bytes;
     double positions = 0.0; /* summed over layers and steps */
     for (uint32_t l = 0; l < c->n_layer && l < RLX_MAX_LAYERS; l++) {
         if (c->layer_kind[l] == RLX_LAYER_LINEAR_ATTENTION) continue;

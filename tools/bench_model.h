@@ -9,9 +9,6 @@
 #include "loader/format/model_config.h"
 #include "rlx/status.h"
 
-/* Both backends keep K and V in F32 (docs/ARCHITECTURE.md, "The path of one token", step 2). */
-#define RLX_BENCH_KV_ELEM_BYTES 4
-
 typedef struct rlx_bench_model {
     char description[96];         /* "<family> <params> <file type>", like llama-bench's model column */
     char family[16];
@@ -24,10 +21,11 @@ typedef struct rlx_bench_model {
 
 rlx_status rlx_bench_model_read(const char *path, rlx_bench_model *out);
 
-/* K/V bytes read per position of context, over the layers whose attention spans that position:
+/* K/V bytes read per position of context (elements of elem_bytes: 2 for an F16 cache, 4 for F32),
+ * over the layers whose attention spans that position:
  * the mean, per step, of the KV bytes the decode steps at contexts first_ctx .. first_ctx + n - 1
  * read (a sliding-window layer reads at most its window; linear-attention layers read no KV). */
-double rlx_bench_kv_bytes_per_step(const rlx_bench_model *m, int64_t first_ctx, int64_t n);
+double rlx_bench_kv_bytes_per_step(const rlx_bench_model *m, int64_t first_ctx, int64_t n, int32_t elem_bytes);
 
 /* n with a K / M / B suffix and `decimals` decimals: "293K", "596.05M", "8.19B" */
 void rlx_bench_format_count(uint64_t n, int decimals, char *buf, size_t size);

@@ -26,8 +26,8 @@ static void print_floor(const rlx_bench_result *r, const rlx_bench_test *t, FILE
     rlx_bench_format_bytes(fl->bytes_per_token, total, sizeof total);
     rlx_bench_format_bytes(fl->weight_bytes, weights, sizeof weights);
     rlx_bench_format_bytes(fl->kv_bytes, kv, sizeof kv);
-    fprintf(f, "%s: %.0f bytes/token (%s = weights %s + KV %s at a mean context of %.1f)\n", t->name,
-            fl->bytes_per_token, total, weights, kv, fl->mean_context);
+    fprintf(f, "%s: %.0f bytes/token (%s = weights %s + %s KV %s at a mean context of %.1f)\n", t->name,
+            fl->bytes_per_token, total, weights, r->kv_type ? r->kv_type : "f32", kv, fl->mean_context);
     fprintf(f, "%s: bandwidth %.2f GB/s, floor %.2f t/s, measured %.2f t/s = %.1f%% of the floor\n", t->name,
             r->bandwidth.bytes_per_s / 1e9, fl->floor_tps, t->mean, 100.0 * fl->ratio);
     if (r->backend && strcmp(r->backend, "vulkan") == 0) /* the backend that chains decode steps */
@@ -147,6 +147,7 @@ rlx_status rlx_bench_print_json(const rlx_bench_result *r, FILE *f) {
                           "device", device, "n_ctx", (int)r->n_ctx, "bandwidth", bandwidth_json(r), "tests", tests);
     if (!j) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: building the JSON report");
     json_object_set_new(j, "decode_ahead", json_integer(r->decode_ahead));
+    if (r->kv_type) json_object_set_new(j, "kv_type", json_string(r->kv_type));
     json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(j);

@@ -51,6 +51,7 @@ typedef struct rlx_bench_result {
     rlx_bench_device device;
     int32_t n_ctx;
     int32_t decode_ahead;    /* tg: greedy steps decoded on the device per round trip to the host */
+    const char *kv_type;     /* "f16" or "f32": the runner's K/V cache (static) */
     bool has_bandwidth;
     rlx_bench_bandwidth bandwidth;
     char bandwidth_error[512]; /* why there is no figure, "" otherwise */

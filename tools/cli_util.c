@@ -256,6 +256,15 @@ rlx_status rlx_cli_model_option(const rlx_cli_parser *p, int opt, rlx_cli_model_
         return rlx_cli_parse_threads(p->name, p->value, &a->opts.n_threads);
     case 'c':
         return rlx_cli_parse_i32(p->name, p->value, 0, INT32_MAX, &a->opts.n_ctx);
+    case RLX_OPT_KV_TYPE:
+        if (!strcmp(p->value, "f16"))
+            a->opts.kv_type = RLX_KV_TYPE_F16;
+        else if (!strcmp(p->value, "f32"))
+            a->opts.kv_type = RLX_KV_TYPE_F32;
+        else
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: '%s' is not a K/V type (expected f16 or f32)", p->name,
+                              p->value);
+        break;
     default:
         *matched = false;
     }

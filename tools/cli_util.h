@@ -96,6 +96,12 @@ typedef struct rlx_cli_model_args {
     bool bad_ids;         /* set by rlx_cli_check_ids: its error is a usage error (exit 2) */
 } rlx_cli_model_args;
 
+/* --kv-type, in the columns of RLX_CLI_MODEL_HELP. */
+#define RLX_CLI_KV_TYPE_HELP                                                                       \
+    "  --kv-type TYPE       f16 or f32: the K/V cache's element type (default f16 on Vulkan, f32\n" \
+    "                       where the device lacks 16-bit storage and on the CPU, which has f32\n"  \
+    "                       only)\n"
+
 #define RLX_CLI_MODEL_HELP                                                                         \
     "  -m, --model PATH     a GGUF file or an HF model directory (config.json + *.safetensors)\n"   \
     "  --tokens IDS         the prompt as comma-separated token ids, e.g. 1,403,407\n"              \
@@ -105,18 +111,19 @@ typedef struct rlx_cli_model_args {
     "  --device NAME        the Vulkan device, by index or name substring (default:\n"             \
     "                       $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"              \
     "  -t, --threads N      CPU threads (default 0: every online core)\n"                            \
-    "  -c, --ctx N          context length (default 0: min(the model's training context, 4096))\n"
+    "  -c, --ctx N          context length (default 0: min(the model's training context, 4096))\n"  \
+    RLX_CLI_KV_TYPE_HELP
 
 /* The options of RLX_CLI_MODEL_HELP: a command lists RLX_CLI_RUNNER_OPTIONS (and
  * RLX_CLI_TOKENS_OPTION where it takes --tokens) in its table, RLX_CLI_MODEL_SHORTS in its short
  * options, and "tc" in long_names (messages name -t as --threads, -c as --ctx). -c is llama.cpp's
  * spelling of --ctx. */
-enum { RLX_OPT_TOKENS = RLX_OPT_SHARED, RLX_OPT_BACKEND, RLX_OPT_DEVICE, RLX_OPT_DECODE_AHEAD };
+enum { RLX_OPT_TOKENS = RLX_OPT_SHARED, RLX_OPT_BACKEND, RLX_OPT_DEVICE, RLX_OPT_DECODE_AHEAD, RLX_OPT_KV_TYPE };
 #define RLX_CLI_MODEL_SHORTS "m:t:c:"
 #define RLX_CLI_RUNNER_OPTIONS                                                                     \
     {"model", required_argument, NULL, 'm'}, {"backend", required_argument, NULL, RLX_OPT_BACKEND}, \
         {"device", required_argument, NULL, RLX_OPT_DEVICE}, {"threads", required_argument, NULL, 't'}, \
-        {"ctx", required_argument, NULL, 'c'}
+        {"ctx", required_argument, NULL, 'c'}, {"kv-type", required_argument, NULL, RLX_OPT_KV_TYPE}
 #define RLX_CLI_TOKENS_OPTION {"tokens", required_argument, NULL, RLX_OPT_TOKENS}
 #define RLX_CLI_DECODE_AHEAD_OPTION {"decode-ahead", required_argument, NULL, RLX_OPT_DECODE_AHEAD}
 

@@ -76,6 +76,9 @@ static void usage(FILE *f) {
             "  -c, --ctx N            context length (default: the model's, at most 4096, raised to\n"
             "                         fit the largest test: D + P (+ 1 when D > 0), or D + 1 + N + 1;\n"
             "                         --parallel: D + P + N + 1); a smaller N is an error\n"
+            "  --kv-type TYPE         f16 or f32: the K/V cache's element type (default f16 on\n"
+            "                         Vulkan, f32 where the device lacks 16-bit storage and on the\n"
+            "                         CPU); the floor counts its bytes\n"
             "  -o, --output FORMAT    md (default): a llama-bench-like table, then the floor lines and\n"
             "                         the device line; json: one object with every number and sample\n"
             "  --bw-remeasure         measure the bandwidth again and replace the cached figure\n"
@@ -381,6 +384,7 @@ static rlx_status run_tests(const bench_args *a, rlx_bench_result *res) {
         res->backend = rlx_runner_backend_name(b.r);
         res->n_ctx = rlx_runner_n_ctx(b.r);
         res->decode_ahead = rlx_runner_decode_ahead(b.r);
+        res->kv_type = rlx_runner_kv_type(b.r) == RLX_KV_TYPE_F16 ? "f16" : "f32";
         logits = malloc((size_t)rlx_runner_vocab_size(b.r) * sizeof *logits);
         if (!logits) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: logits of %d floats", (int)rlx_runner_vocab_size(b.r));
     }
@@ -403,7 +407,8 @@ static void compute_floors(rlx_bench_result *res) {
         int64_t before = (int64_t)t->n_depth + TG_PROMPT;
         fl->mean_context = (double)before + (t->n_gen + 1) / 2.0;
         fl->weight_bytes = (double)res->model.weight_bytes_per_token;
-        fl->kv_bytes = rlx_bench_kv_bytes_per_step(&res->model, before + 1, t->n_gen);
+        int32_t elem = res->kv_type && !strcmp(res->kv_type, "f16") ? 2 : 4;
+        fl->kv_bytes = rlx_bench_kv_bytes_per_step(&res->model, before + 1, t->n_gen, elem);
         fl->bytes_per_token = fl->weight_bytes + fl->kv_bytes;
         fl->floor_tps = fl->bytes_per_token > 0 ? res->bandwidth.bytes_per_s / fl->bytes_per_token : 0.0;
         fl->ratio = fl->floor_tps > 0 ? t->mean / fl->floor_tps : 0.0;

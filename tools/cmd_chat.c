@@ -42,6 +42,9 @@ static void usage(FILE *f) {
             "                         $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"
             "  -t, --threads N        CPU threads (default: every online core)\n"
             "  -c, --ctx N            context length (default: min(the model's, 4096))\n"
+            "  --kv-type TYPE         f16 or f32: the K/V cache's element type (default f16 on\n"
+            "                         Vulkan, f32 where the device lacks 16-bit storage and on the\n"
+            "                         CPU, which has f32 only)\n"
             "  --decode-ahead N       under greedy sampling (--temp 0), steps decoded on the device\n"
             "                         before their tokens are shown, 1..64 (default 8)\n"
             "\n" RLX_CLI_SAMPLING_HELP

@@ -39,7 +39,8 @@ static void usage(FILE *f) {
             "  --device NAME        the Vulkan device, by index or name substring (default:\n"
             "                       $RLX_VK_DEVICE, else the first GPU; see `rlx devices`)\n"
             "  -t, --threads N      CPU threads (default: every online core)\n"
-            "  -c, --ctx N          context length (default: min(the model's, 4096))\n" RLX_CLI_DECODE_AHEAD_HELP
+            "  -c, --ctx N          context length (default: min(the model's, 4096))\n" RLX_CLI_KV_TYPE_HELP
+                RLX_CLI_DECODE_AHEAD_HELP
             "\n" RLX_CLI_SAMPLING_HELP
             "  defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, a seed from the clock\n"
             "  (printed on stderr when sampling, i.e. --temp > 0)\n"

@@ -27,7 +27,8 @@ extern "C" {
 typedef struct rlx_engine rlx_engine;
 
 typedef struct rlx_engine_opts {
-    rlx_runner_opts model;  /* backend, device, threads, n_ctx (the longest sequence); the path options are ignored */
+    rlx_runner_opts model;  /* backend, device, threads, n_ctx (the longest sequence), kv_type; the path options
+                               are ignored */
     int64_t kv_memory;      /* bytes of K/V for all sequences; 0: a default (ARCHITECTURE.md) */
     int32_t max_parallel;   /* sequences computed at once; 0: as many as the pages allow */
     int32_t chunk;          /* rows of one prefill chunk; 0: RLX_ENGINE_CHUNK_DEFAULT */
@@ -74,7 +75,9 @@ typedef struct rlx_seq_opts {
 rlx_status rlx_engine_open(const char *path, const rlx_engine_opts *opts, rlx_engine **out);
 /* The kv_memory that holds n_seqs sequences of n_tokens tokens each at once (whole pages, plus the
  * spare page the pool keeps), for the model at path: a caller sizing the pool for a known load (a
- * benchmark) need not know the page size or the K/V layout. */
+ * benchmark) need not know the page size or the K/V layout. Counted in F32 K/V, the larger type,
+ * as the backend is not known here: an F16 pool (Vulkan's default) of that budget holds twice the
+ * pages. */
 rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_tokens, int64_t *bytes);
 void rlx_engine_close(rlx_engine *e); /* NULL is fine */
 
@@ -114,10 +117,11 @@ int32_t rlx_engine_n_ctx(const rlx_engine *e);
 int32_t rlx_engine_eos_id(const rlx_engine *e);
 const char *rlx_engine_family(const rlx_engine *e);
 const char *rlx_engine_backend_name(const rlx_engine *e);
+rlx_kv_type rlx_engine_kv_type(const rlx_engine *e); /* as resolved: RLX_KV_TYPE_F32 or RLX_KV_TYPE_F16 */
 
 typedef struct rlx_engine_stats {
     int32_t page_size, n_pages, pages_used, pages_cached;
-    int64_t kv_bytes;           /* the pool, all layers */
+    int64_t kv_bytes;           /* the pool, all layers, at the resolved K/V type (rlx_engine_kv_type) */
     int64_t prefix_queries, prefix_hits; /* tokens looked up / found in cached pages */
     int64_t n_steps, n_rows, n_preempted, n_compiles;
     int32_t n_programs;

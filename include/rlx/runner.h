@@ -16,6 +16,15 @@ extern "C" {
 
 typedef struct rlx_runner rlx_runner;
 
+/* The element type of the K/V cache (rlx_runner_opts.kv_type). F16 halves the bytes a decode step
+ * reads per cached token and doubles the tokens a memory budget holds, at a relative rounding of
+ * 2^-11 per stored element (llama.cpp's default); F32 is what the CPU reference computes. */
+typedef enum rlx_kv_type {
+    RLX_KV_TYPE_DEFAULT = 0, /* F16 on Vulkan (F32 where the device lacks 16-bit storage), F32 on the CPU */
+    RLX_KV_TYPE_F32,         /* on any backend: Vulkan's for parity with the CPU reference */
+    RLX_KV_TYPE_F16,         /* Vulkan only: the CPU backend refuses it */
+} rlx_kv_type;
+
 typedef struct rlx_runner_opts {
     const char *backend;    /* "cpu", "vulkan", or NULL: vulkan when a GPU exists, else cpu */
     const char *device;     /* backend device index or name substring; NULL: default / $RLX_VK_DEVICE */
@@ -30,6 +39,7 @@ typedef struct rlx_runner_opts {
      * round trip to the host per chain instead of per token, so tokens reach on_token in bursts.
      * 0: RLX_DECODE_AHEAD_DEFAULT; 1: one step at a time; at most RLX_DECODE_AHEAD_MAX. */
     int32_t decode_ahead;
+    rlx_kv_type kv_type;    /* the K/V cache's element type; RLX_KV_TYPE_DEFAULT: see rlx_kv_type */
 } rlx_runner_opts;
 
 #define RLX_DECODE_AHEAD_DEFAULT 8
@@ -70,6 +80,8 @@ int32_t rlx_runner_n_ctx(const rlx_runner *r);
 int32_t rlx_runner_decode_ahead(const rlx_runner *r); /* opts.decode_ahead, or the default it stood for */
 int32_t rlx_runner_eos_id(const rlx_runner *r);      /* -1 when the model has none */
 const char *rlx_runner_backend_name(const rlx_runner *r);
+/* The K/V cache's element type as resolved (F32 or F16; F32 on the naive path, which keeps none). */
+rlx_kv_type rlx_runner_kv_type(const rlx_runner *r);
 bool rlx_runner_supports_multimodal(const rlx_runner *r); /* false for every family so far */
 
 /* Logits of the last position: logits_out holds vocab_size floats. Stateless: does not touch the

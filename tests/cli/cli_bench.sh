@@ -83,8 +83,10 @@ check; [ "$(jq -r .bandwidth.bytes_per_s "$tmp/run.json")" = "$(jq -r .bytes_per
 # weights: every tensor but token_embd, which counts whole when there is no output.weight (tied)
 want_w=$(jq '. as $r | ([$r.tensors[] | select(.name != "token_embd.weight") | .bytes] | add)
   + (if any($r.tensors[]; .name == "output.weight") then 0 else ([$r.tensors[] | select(.name == "token_embd.weight") | .bytes] | add) end)' "$tmp/inspect.json")
-# KV: K and V, F32, every layer, over the contexts 2 .. n+1 of the timed steps (1-token prompt)
-want_kv=$(jq --argjson n $n '.config | 2 * .n_layer * .n_head_kv * .head_dim * 4 * (1 + ($n + 1) / 2)' "$tmp/inspect.json")
+# KV: K and V, every layer, over the contexts 2 .. n+1 of the timed steps (1-token prompt), in
+# elements of the cache's type as the run reports it (2 bytes for f16, 4 for f32)
+elem=$(jq 'if .kv_type == "f16" then 2 else 4 end' "$tmp/run.json")
+want_kv=$(jq --argjson n $n --argjson e "$elem" '.config | 2 * .n_layer * .n_head_kv * .head_dim * $e * (1 + ($n + 1) / 2)' "$tmp/inspect.json")
 check; [ "$(jq '.config.layers | all(. == "full")' "$tmp/inspect.json")" = true ] || fail "stories260K: expected only full-attention layers"
 got=$(jq -c ".tests[] | select(.name == \"tg$n\") | .floor" "$tmp/run.json")
 echo "floor: $got; want weights $want_w + KV $want_kv bytes/token"

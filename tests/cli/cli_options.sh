@@ -411,6 +411,15 @@ expect 2 "rlx chat: --backend: 'foo' is not a backend (expected cpu or vulkan)" 
 expect 2 "rlx generate: --backend: '' is not a backend (expected cpu or vulkan)" "run 'rlx generate --help' for its options" generate --backend= -m x --tokens 1 -n 1
 expect 2 "rlx logits: --backend: 'gpu' is not a backend (expected cpu or vulkan)" "run 'rlx logits --help' for its options" logits --backend gpu
 expect 2 "rlx bench: --backend: 'foo' is not a backend (expected cpu or vulkan) (see rlx bench --help)" "" bench --backend foo
+# --kv-type: f16 or f32, checked as it is parsed, on every command that opens a model; f16 on the
+# CPU is the library's refusal (exit 1), f32 runs there as the default does
+for cmd in run chat generate logits bench; do
+  check
+  "$RLX" $cmd --help | grep -q -- '--kv-type TYPE' || fail "rlx $cmd --help does not list --kv-type TYPE"
+done
+expect 2 "rlx run: --kv-type: 'q8' is not a K/V type (expected f16 or f32)" "run 'rlx run --help' for its options" run --kv-type q8
+expect 2 "rlx generate: --kv-type: 'F16' is not a K/V type (expected f16 or f32)" "run 'rlx generate --help' for its options" generate --kv-type F16 -m x --tokens 1 -n 1
+expect 1 "rlx generate: cpu session: K/V of F16; the CPU reference keeps F32" "" generate -m "$MODEL" --backend cpu --kv-type f16 --tokens 1,2 -n 1
 expect 2 "rlx run: --tokens: item 2, id 512, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx run --help' for its options" run -m "$MODEL" --tokens 1,512 -n 1 --seed 1
 expect 2 "rlx generate: --tokens: item 1, id 99999, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx generate --help' for its options" generate -m "$MODEL" --tokens 99999 -n 1
 expect 2 "rlx logits: --tokens: item 3, id 512, is outside the vocabulary [0, 512) of '$MODEL'" "run 'rlx logits --help' for its options" logits -m "$MODEL" --tokens 1,2,512 -o "$TMP/x.f32"

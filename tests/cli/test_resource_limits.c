@@ -32,7 +32,8 @@ static void refused_by_runner(const char *model, int32_t n_ctx) {
     rlx_runner_opts o = cpu_opts(n_ctx);
     rlx_runner *r = NULL;
     char needed[64];
-    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", t_stories_kv_bytes(t_stories_pool_rows((uint64_t)n_ctx)));
+    uint64_t kv = t_stories_kv_bytes(t_stories_pool_rows((uint64_t)n_ctx), 4); /* the CPU keeps F32 */
+    snprintf(needed, sizeof needed, "needs %" PRIu64 " bytes", kv);
     rlx_status s = rlx_runner_open(model, &o, &r);
     printf("n_ctx %d: expected a refusal '%s ... available'; got: %s\n", (int)n_ctx, needed,
            s ? rlx_status_message(s) : "(opened)");

@@ -352,6 +352,42 @@ static void test_bad_calls(void) {
     rlx_engine_close(e);
 }
 
+/* The K/V type (include/rlx/runner.h rlx_kv_type): the default is F32 on the CPU, which refuses F16,
+ * and F16 on Vulkan (every device the tests run on has 16-bit storage), where F32 is asked for;
+ * a budget of KV bytes holds twice the pages in F16 (2 bytes per element, not 4). */
+static void test_kv_type(void) {
+    rlx_engine_opts o = rlx_engine_opts_default();
+    o.model.kv_type = RLX_KV_TYPE_F32;
+    rlx_engine *e32 = open_engine(o);
+    rlx_engine_stats s32 = rlx_engine_get_stats(e32);
+    T_CHECK(rlx_engine_kv_type(e32) == RLX_KV_TYPE_F32, "kv_type F32 asked for, %d resolved",
+            (int)rlx_engine_kv_type(e32));
+    rlx_engine_close(e32);
+    rlx_engine *ed = open_engine(rlx_engine_opts_default());
+    rlx_kv_type def = rlx_engine_kv_type(ed), want = !strcmp(g_backend, "vulkan") ? RLX_KV_TYPE_F16 : RLX_KV_TYPE_F32;
+    T_CHECK(def == want, "%s: default K/V type %d, expected %d", g_backend, (int)def, (int)want);
+    rlx_engine_close(ed);
+    int64_t per_page32 = s32.kv_bytes / s32.n_pages;
+    o.kv_memory = per_page32 * 40;
+    o.model.kv_type = RLX_KV_TYPE_F16;
+    if (strcmp(g_backend, "vulkan") != 0) {
+        o.model.backend = g_backend;
+        o.model.n_ctx = 256;
+        rlx_engine *bad = NULL;
+        T_ERR(rlx_engine_open(g_model, &o, &bad), RLX_ERR_UNSUPPORTED, "F16");
+        printf("  K/V type: F32 by default on the CPU, F16 refused\n");
+        return;
+    }
+    rlx_engine *e16 = open_engine(o);
+    rlx_engine_stats s16 = rlx_engine_get_stats(e16);
+    T_CHECK(s16.n_pages == 80 && s16.kv_bytes == 40 * per_page32,
+            "F16 pool in %lld bytes: %d pages of %lld bytes (expected 80 of %lld)", (long long)o.kv_memory, s16.n_pages,
+            (long long)(s16.kv_bytes / s16.n_pages), (long long)(per_page32 / 2));
+    printf("  K/V type: F16 by default on Vulkan; %lld bytes hold %d F16 pages, %d F32 ones\n", (long long)o.kv_memory,
+           s16.n_pages, 40);
+    rlx_engine_close(e16);
+}
+
 int main(int argc, char **argv) {
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a++) {
@@ -386,5 +422,6 @@ int main(int argc, char **argv) {
     test_pages_exhausted(true);
     test_pages_exhausted(false);
     test_bad_calls();
+    test_kv_type();
     return t_summary("test_engine");
 }

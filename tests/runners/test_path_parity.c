@@ -34,6 +34,12 @@ static const char *test_backend(void) {
     return b && *b ? b : "cpu";
 }
 
+/* The K/V type: the backend's default unless RLX_TEST_KV is f32 or f16 (tests/vulkan/tests.cmake). */
+static rlx_kv_type test_kv_type(void) {
+    const char *k = getenv("RLX_TEST_KV");
+    return k && !strcmp(k, "f32") ? RLX_KV_TYPE_F32 : k && !strcmp(k, "f16") ? RLX_KV_TYPE_F16 : RLX_KV_TYPE_DEFAULT;
+}
+
 static const char *const RUNNER_NAMES[N_RUNNERS] = {"bucketed", "exact", "naive", "no-prefill-cache"};
 
 /* Two prompts: one token (the smallest prefill), and 7 tokens so that 32 steps cross the decode
@@ -77,6 +83,7 @@ static bool open_all(const char *path, runners *rs) {
     for (int i = 0; i < N_RUNNERS; i++) {
         rlx_runner_opts o = rlx_runner_opts_default();
         o.backend = test_backend();
+        o.kv_type = test_kv_type();
         o.no_buckets = i == EXACT;
         o.no_kv_cache = i == NAIVE;
         o.no_prefill_cache = i == NO_PREFILL_CACHE;

@@ -32,6 +32,21 @@ static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYP
                                         RLX_DTYPE_Q6_K, RLX_DTYPE_Q8_K};
 #define N_TYPES (sizeof weight_types / sizeof weight_types[0])
 
+/* F16 pools (test_kv_f16): the Vulkan sessions' K/V pools hold F16, the CPU reference's F32, so the
+ * comparisons measure F16's rounding of K/V. u = 2^-10 bounds the relative error of one element
+ * rounded to F16 (11 significant bits; round to nearest gives 2^-11, toward zero, which SPIR-V
+ * allows a driver, 2^-10), so
+ *  - a cache's contents (KV_CACHE, KV_WRITE outputs) are within NMSE u^2 = 9.5e-7 of f32's: 1e-6;
+ *  - an output read from the cache (attention) has each score s = scale q.k off by at most
+ *    u scale sum|q_i k_i| = u S (S <= 2 for these inputs: |q|, |k| <= 1 on average 1/2, scale
+ *    <= 1/sqrt(dh) ... 2/sqrt(dh)), each weight by a factor e^(2 u S), and the V rows by u: a
+ *    relative error within u (1 + 2 S) = 5u, NMSE (5u)^2 = 2.4e-5. The rounding errors of the dh
+ *    terms of a dot product and of the keys of a sum are independent, so what is seen is far below
+ *    (the printed worst); 3e-5 is the bound held. */
+#define TOL_KV_F16_CACHE 1e-6
+#define TOL_KV_F16 3e-5
+static uint32_t g_kv_dtype = RLX_DTYPE_F32;
+
 static rlx_backend *g_cpu, *g_vk;
 static rlx_vk_options g_opts; /* g_vk's: the environment's (vkt_options), f32-accurate prefill */
 static vkt_rng g_rng = {0x243F6A8885A308D3ull};
@@ -52,7 +67,9 @@ typedef struct side {
 
 static bool open_side(rlx_backend *b, vkt_graph *t, side *sd, int32_t n_out) {
     memset(sd, 0, sizeof *sd);
-    if (!T_OK(b->ops->session_create(b, t->w, t->nw, &t->kv, &sd->s))) return false;
+    rlx_state_spec kv = t->kv;
+    if (b != g_cpu) kv.kv_dtype = g_kv_dtype;
+    if (!T_OK(b->ops->session_create(b, t->w, t->nw, &kv, &sd->s))) return false;
     if (!T_OK(b->ops->compile(sd->s, t->g, &sd->p))) return false;
     for (int32_t o = 0; o < n_out; o++) {
         const rlx_node_info *n = rlx_graph_node(t->g, rlx_graph_output_node(t->g, o));
@@ -87,11 +104,16 @@ static void compare_output(rlx_op op, const char *label, vkt_graph *t, int32_t o
                (long long)bad);
         return;
     }
+    if (g_kv_dtype == RLX_DTYPE_F16) {
+        bool cache = n->op == RLX_OP_KV_CACHE || n->op == RLX_OP_KV_WRITE;
+        double f16 = cache ? TOL_KV_F16_CACHE : TOL_KV_F16;
+        if (tol < f16) tol = f16;
+    }
     const float *vf = v->out[o], *cf = c->out[o];
     double nmse = vkt_nmse(vf, cf, count), maxd = 0.0;
     for (int64_t i = 0; i < count; i++)
         if (fabs((double)vf[i] - cf[i]) > maxd) maxd = fabs((double)vf[i] - cf[i]);
-    if (nmse > g_worst[op]) g_worst[op] = nmse;
+    if (g_kv_dtype == RLX_DTYPE_F32 && nmse > g_worst[op]) g_worst[op] = nmse; /* the f32 bound's summary */
     printf("  %-10s %-44s out %d: nmse %.2e max|d| %.2e (tol %.0e)\n", rlx_op_name(op), label, o, nmse, maxd, tol);
     T_CHECK(nmse <= tol, "%s %s output %d: nmse %.3e > %.0e (max |d| %.3e)", rlx_op_name(op), label, o, nmse, tol,
             maxd);
@@ -254,14 +276,36 @@ static size_t vk_count_matching(vkt_graph *t, bool (*match)(const vk_dispatch *d
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     size_t n = 0;
-    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &t->kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
+    rlx_state_spec kv = t->kv;
+    kv.kv_dtype = g_kv_dtype;
+    if (T_OK(g_vk->ops->session_create(g_vk, t->w, t->nw, &kv, &s)) && T_OK(g_vk->ops->compile(s, t->g, &p)))
         for (size_t i = 0; i < p->run.n; i++) n += match(&p->run.items[i], k);
     if (p) g_vk->ops->program_destroy(p);
     if (s) g_vk->ops->session_destroy(s);
     return n;
 }
 
-static bool of_kernel(const vk_dispatch *d, rlx_vk_kernel k) { return d->pipe->kernel == k; }
+/* The kernel that does k's work on F16 pools (shaders/kernels.def), or k. */
+static rlx_vk_kernel f16_twin(rlx_vk_kernel k) {
+    switch (k) {
+    case RLX_VK_KERNEL_kv_write: return RLX_VK_KERNEL_kv_write_f16;
+    case RLX_VK_KERNEL_rope: return RLX_VK_KERNEL_rope_f16;
+    case RLX_VK_KERNEL_rms_norm: return RLX_VK_KERNEL_rms_norm_f16;
+    case RLX_VK_KERNEL_attention: return RLX_VK_KERNEL_attention_f16;
+    case RLX_VK_KERNEL_attention_step: return RLX_VK_KERNEL_attention_step_f16;
+    case RLX_VK_KERNEL_attention_step_fixed: return RLX_VK_KERNEL_attention_step_fixed_f16;
+    case RLX_VK_KERNEL_attention_prefill: return RLX_VK_KERNEL_attention_prefill_f16;
+    default: return k;
+    }
+}
+
+/* Kernel k or, with F16 pools, its twin. */
+static bool of_kernel(const vk_dispatch *d, rlx_vk_kernel k) {
+    return d->pipe->kernel == k || (g_kv_dtype == RLX_DTYPE_F16 && d->pipe->kernel == f16_twin(k));
+}
+
+/* Kernel k itself, not its twin. */
+static bool of_kernel_only(const vk_dispatch *d, rlx_vk_kernel k) { return d->pipe->kernel == k; }
 
 /* A matvec that reads a decode attention's caches into L2 (matvec.comp WARM: bindings 9 and 10 read). */
 static bool warming(const vk_dispatch *d, rlx_vk_kernel k) {
@@ -439,17 +483,21 @@ static void attention_cached(int64_t h, int64_t hkv, int64_t dh, int32_t window,
     vkt_graph_free(&t);
 }
 
+static void attention_cached_cases(void) {
+    attention_cached(4, 2, 64, 0, 17, 96);
+    attention_cached(4, 1, 32, 8, 3, 200);
+    attention_cached(2, 2, 16, 0, 1, 300);
+    attention_cached(4, 2, 64, 0, 1, 1100);  /* decode over a long cache: key splits */
+    attention_cached(4, 4, 32, 100, 3, 2000); /* splits with a window: most ranges empty */
+}
+
 static void test_ATTENTION(void) {
     attention_direct(1, 4, 2, 64, 64, 0, 1);
     attention_direct(3, 4, 1, 8, 6, 0, 3);
     attention_direct(17, 4, 2, 64, 64, 3, 13);
     attention_direct(70, 2, 2, 5, 7, 0, 70);
     attention_direct(130, 8, 2, 32, 32, 0, 129);
-    attention_cached(4, 2, 64, 0, 17, 96);
-    attention_cached(4, 1, 32, 8, 3, 200);
-    attention_cached(2, 2, 16, 0, 1, 300);
-    attention_cached(4, 2, 64, 0, 1, 1100);  /* decode over a long cache: key splits */
-    attention_cached(4, 4, 32, 100, 3, 2000); /* splits with a window: most ranges empty */
+    attention_cached_cases();
 }
 
 static void elementwise_cases(rlx_op op, float a) {
@@ -704,22 +752,27 @@ static rlx_node kv_qk(vkt_graph *t, const kv_case *c, rlx_node x, int64_t heads)
     return rlx_rope(t->g, y, RLX_NO_NODE, (rlx_rope_attrs){c->layout, c->n_rot, 1e4f});
 }
 
+/* t: case c's layer, with outputs o (the attention), k and v (the caches). */
+static void kv_case_graph(vkt_graph *t, const kv_case *c) {
+    vkt_graph_init(t);
+    t->kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
+                          .head_dim = (int32_t)c->dh, .head_dim_v = (int32_t)c->dv};
+    rlx_node x = vkt_input_f32(t, &g_rng, vkt_shape(2, c->rows, 32, 0), 1.0f);
+    rlx_node kcache = rlx_kv_cache(t->g, 0, false, c->cap, c->hkv, c->dh);
+    rlx_node vcache = rlx_kv_cache(t->g, 0, true, c->cap, c->hkv, c->dv);
+    rlx_node q = kv_qk(t, c, x, c->h), k = kv_qk(t, c, x, c->hkv), v = RLX_NO_NODE;
+    if (!c->v_late) v = kv_heads(t, x, c->rows, c->hkv, c->dv);
+    rlx_node kw = rlx_kv_write(t->g, kcache, k);
+    if (c->v_late) v = kv_heads(t, x, c->rows, c->hkv, c->dv);
+    rlx_node vw = rlx_kv_write(t->g, vcache, v);
+    rlx_graph_mark_output(t->g, rlx_attention(t->g, q, kw, vw, 1.0f / sqrtf((float)c->dh), c->window), "o");
+    rlx_graph_mark_output(t->g, kcache, "k");
+    rlx_graph_mark_output(t->g, vcache, "v");
+}
+
 static void kv_fusion_case(const kv_case *c, bool warm) {
     vkt_graph t;
-    vkt_graph_init(&t);
-    t.kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = (int32_t)c->cap, .n_head_kv = (int32_t)c->hkv,
-                         .head_dim = (int32_t)c->dh, .head_dim_v = (int32_t)c->dv};
-    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, c->rows, 32, 0), 1.0f);
-    rlx_node kcache = rlx_kv_cache(t.g, 0, false, c->cap, c->hkv, c->dh);
-    rlx_node vcache = rlx_kv_cache(t.g, 0, true, c->cap, c->hkv, c->dv);
-    rlx_node q = kv_qk(&t, c, x, c->h), k = kv_qk(&t, c, x, c->hkv), v = RLX_NO_NODE;
-    if (!c->v_late) v = kv_heads(&t, x, c->rows, c->hkv, c->dv);
-    rlx_node kw = rlx_kv_write(t.g, kcache, k);
-    if (c->v_late) v = kv_heads(&t, x, c->rows, c->hkv, c->dv);
-    rlx_node vw = rlx_kv_write(t.g, vcache, v);
-    rlx_graph_mark_output(t.g, rlx_attention(t.g, q, kw, vw, 1.0f / sqrtf((float)c->dh), c->window), "o");
-    rlx_graph_mark_output(t.g, kcache, "k");
-    rlx_graph_mark_output(t.g, vcache, "v");
+    kv_case_graph(&t, c);
     int32_t rows = (int32_t)c->rows;
     step steps[] = {{0, rows}, {rows, 1}, {rows + 1, rows > 1 ? rows - 1 : 1}, {(int32_t)c->cap - 1, 1}};
     char label[64];
@@ -735,7 +788,24 @@ static void kv_fusion_case(const kv_case *c, bool warm) {
         vk_dispatches(&t, RLX_VK_KERNEL_attention_step) || vk_dispatches(&t, RLX_VK_KERNEL_attention_step_fixed);
     T_CHECK(prep != one_row && fused == one_row,
             "%s: norm/RoPE kernels dispatched: %s, attention_step: %s", label, prep ? "yes" : "no", one_row ? "expected" : "not expected");
-    size_t warmed = vk_warm_count(&t), want = warm && one_row && c->dh == c->dv && c->hkv * c->dh % 4 == 0;
+    if (g_kv_dtype == RLX_DTYPE_F16) { /* the pools are touched by the F16 kernels only */
+        static const rlx_vk_kernel pool_kernels[] = {RLX_VK_KERNEL_kv_write, RLX_VK_KERNEL_attention,
+                                                     RLX_VK_KERNEL_attention_step, RLX_VK_KERNEL_attention_step_fixed,
+                                                     RLX_VK_KERNEL_attention_prefill};
+        static const rlx_vk_kernel writers16[] = {RLX_VK_KERNEL_kv_write_f16, RLX_VK_KERNEL_rope_f16,
+                                                  RLX_VK_KERNEL_rms_norm_f16, RLX_VK_KERNEL_attention_step_f16,
+                                                  RLX_VK_KERNEL_attention_step_fixed_f16};
+        size_t f32_kernels = 0, w16 = 0;
+        for (size_t k = 0; k < sizeof pool_kernels / sizeof pool_kernels[0]; k++)
+            f32_kernels += vk_count_matching(&t, of_kernel_only, pool_kernels[k]);
+        for (size_t k = 0; k < sizeof writers16 / sizeof writers16[0]; k++)
+            w16 += vk_count_matching(&t, of_kernel_only, writers16[k]);
+        bool writes16 = w16 > 0;
+        T_CHECK(f32_kernels == 0 && writes16, "%s: F16 pools: %zu dispatches of f32 pool kernels, F16 writes: %s",
+                label, f32_kernels, writes16 ? "yes" : "no");
+    }
+    size_t elem = g_kv_dtype == RLX_DTYPE_F16 ? 2 : 4; /* cache rows of whole 16-byte words */
+    size_t warmed = vk_warm_count(&t), want = warm && one_row && c->dh == c->dv && c->hkv * c->dh * elem % 16 == 0;
     T_CHECK(warmed == want, "%s: %zu matvec dispatches warm the caches, expected %zu", label, warmed, want);
     printf("  %-10s %-44s kv_write dispatched: %s, norm/RoPE: %s%s%s\n", "KV_WRITE", label, copies ? "yes" : "no",
            prep ? "yes" : "no (in attention)",
@@ -1010,6 +1080,146 @@ static void test_kv_fusions(void) {
     vkt_set_options(g_vk, &g_opts);
 }
 
+/* ---- F16 pools ---- */
+
+/* The fused decode step (attention_step_f16: norm, RoPE, cache write and attention in one dispatch)
+ * against the unfused kernels (RLX_VK_FUSION=0: rms_norm_f16 / rope_f16 write the cache, then
+ * attention_f16 reads it), both over F16 pools, over `steps` decode steps of fresh inputs. The
+ * unfused attention reads the new key back from the cache, rounded; the fused step must attend to
+ * the same rounded key and value, so the two agree to f32 arithmetic plus the rare F16 rounding
+ * that f32 differences in the norm flip (one F16 step, 2^-11, of one element): TOL_STEP_F16. A
+ * step that attended to its unrounded key and value would be off by F16's rounding of each of
+ * their elements: a build without the rounding measured NMSE 4e-8 ... 2e-7 on these cases (this one
+ * ~1e-14, caches bit for bit). */
+#define TOL_STEP_F16 1e-10
+static void fused_vs_unfused_case(const kv_case *c, int32_t steps) {
+    vkt_graph t;
+    kv_case_graph(&t, c);
+    int32_t n_out = rlx_graph_n_outputs(t.g);
+    rlx_vk_options o = g_opts;
+    o.fusion = false;
+    side fused, plain;
+    bool ok = open_side(g_vk, &t, &fused, n_out);
+    vkt_set_options(g_vk, &o);
+    ok = open_side(g_vk, &t, &plain, n_out) && ok;
+    vkt_set_options(g_vk, &g_opts);
+    double worst[3] = {0, 0, 0};
+    for (int32_t k = 0; ok && k < steps; k++) {
+        float *x = t.in[0];
+        for (int64_t e = 0; e < 32; e++) x[e] = vkt_uniform(&g_rng, -1, 1);
+        if (!T_OK(run_side(g_vk, &t, &fused, (step){k, 1})) || !T_OK(run_side(g_vk, &t, &plain, (step){k, 1}))) break;
+        for (int32_t out = 0; out < n_out; out++) {
+            const rlx_node_info *n = rlx_graph_node(t.g, rlx_graph_output_node(t.g, out));
+            int64_t numel = rlx_shape_numel(&n->shape);
+            double e = vkt_nmse(fused.out[out], plain.out[out], numel);
+            if (e > worst[out]) worst[out] = e;
+        }
+    }
+    char label[64];
+    snprintf(label, sizeof label, "%s H %lld/%lld Dh %lld Dv %lld, %d steps", c->norm ? "norm+rope" : "rope",
+             (long long)c->h, (long long)c->hkv, (long long)c->dh, (long long)c->dv, steps);
+    printf("  %-10s %-44s fused vs unfused: nmse o %.2e k %.2e v %.2e (tol %.0e)\n", "F16 step", label, worst[0],
+           worst[1], worst[2], TOL_STEP_F16);
+    T_CHECK(ok && worst[0] <= TOL_STEP_F16 && worst[1] <= TOL_STEP_F16 && worst[2] <= TOL_STEP_F16,
+            "%s: fused vs unfused over F16 pools: nmse o %.3e k %.3e v %.3e > %.0e", label, worst[0], worst[1],
+            worst[2], TOL_STEP_F16);
+    close_side(g_vk, &fused, n_out);
+    close_side(g_vk, &plain, n_out);
+    vkt_graph_free(&t);
+}
+
+/* copy_pages over F16 pools of 2 layers (pages of 4 rows): rows written at positions 0..7 (pages 0
+ * and 1), read back through a program whose outputs are the four pools, pages 0, 1 copied to 3, 5.
+ * Expected: pages 3 and 5 of every pool hold pages 0 and 1 as they were, bit for bit (a copy of
+ * bytes; the readback widens F16 exactly), the other pages are unchanged, and the written rows are
+ * the inputs within F16's rounding (relative 2^-10). */
+static void test_copy_pages_f16(void) {
+    enum { PAGE = 4, PAGES = 6, HKV = 2, DH = 8, ROWS = 8, POOL = PAGE * PAGES * HKV * DH };
+    rlx_state_spec kv = {.n_layer = 2, .n_head_kv = HKV, .head_dim = DH, .page_size = PAGE, .n_pages = PAGES,
+                         .kv_dtype = RLX_DTYPE_F16};
+    vkt_graph w, r;
+    vkt_graph_init(&w);
+    vkt_graph_init(&r);
+    w.kv = r.kv = kv;
+    for (int32_t l = 0; l < 2; l++)
+        for (int v = 0; v < 2; v++) {
+            char name[8];
+            snprintf(name, sizeof name, "%c%d", v ? 'v' : 'k', l);
+            rlx_node x = vkt_input_f32(&w, &g_rng, vkt_shape(3, ROWS, HKV, DH), 4.0f);
+            rlx_graph_mark_output(w.g, rlx_kv_write(w.g, rlx_kv_cache(w.g, l, v, PAGE * PAGES, HKV, DH), x), name);
+            rlx_graph_mark_output(r.g, rlx_kv_cache(r.g, l, v, PAGE * PAGES, HKV, DH), name);
+        }
+    rlx_session *s = NULL;
+    rlx_program *pw = NULL, *pr = NULL;
+    float *wout[4], *before[4], *after[4];
+    for (int i = 0; i < 4; i++) {
+        wout[i] = calloc(POOL, sizeof(float));
+        before[i] = calloc(POOL, sizeof(float));
+        after[i] = calloc(POOL, sizeof(float));
+    }
+    bool ok = T_OK(g_vk->ops->session_create(g_vk, NULL, 0, &kv, &s)) && T_OK(g_vk->ops->compile(s, w.g, &pw)) &&
+              T_OK(g_vk->ops->compile(s, r.g, &pr));
+    rlx_run_args aw = {0, ROWS, (const void *const *)w.in, (void *const *)wout, NULL};
+    rlx_run_args ab = {0, 1, NULL, (void *const *)before, NULL}, aa = {0, 1, NULL, (void *const *)after, NULL};
+    int32_t src[2] = {0, 1}, dst[2] = {3, 5};
+    ok = ok && T_OK(g_vk->ops->run(pw, &aw)) && T_OK(g_vk->ops->run(pr, &ab)) &&
+         T_OK(g_vk->ops->copy_pages(s, src, dst, 2)) && T_OK(g_vk->ops->run(pr, &aa));
+    size_t page_floats = PAGE * HKV * DH;
+    int64_t moved = 0, kept = 0, bad = 0;
+    double worst_rel = 0.0;
+    for (int i = 0; ok && i < 4; i++) {
+        for (int32_t pg = 0; pg < PAGES; pg++) {
+            int32_t from = pg == 3 ? 0 : pg == 5 ? 1 : pg;
+            bool same = memcmp(after[i] + pg * page_floats, before[i] + from * page_floats, page_floats * 4) == 0;
+            bad += !same;
+            moved += same && from != pg;
+            kept += same && from == pg;
+        }
+        const float *x = w.in[i];
+        for (int64_t e = 0; e < ROWS * HKV * DH; e++) {
+            double rel = fabs((double)before[i][e] - x[e]) / (fabs(x[e]) > 1e-3 ? fabs(x[e]) : 1e-3);
+            if (rel > worst_rel) worst_rel = rel;
+        }
+    }
+    printf("  copy_pages 2 layers x K, V of 6 pages of 4 rows, F16: %lld pages copied, %lld kept, %lld wrong; "
+           "written rows within %.2e of the inputs (bound 2^-10)\n", (long long)moved, (long long)kept, (long long)bad,
+           worst_rel);
+    T_CHECK(ok && bad == 0 && moved == 8 && kept == 16, "copy_pages F16: %lld pages wrong", (long long)bad);
+    T_CHECK(worst_rel <= 1.0 / 1024, "copy_pages F16: written rows %.3e from the inputs", worst_rel);
+    if (pr) g_vk->ops->program_destroy(pr);
+    if (pw) g_vk->ops->program_destroy(pw);
+    if (s) g_vk->ops->session_destroy(s);
+    for (int i = 0; i < 4; i++) {
+        free(wout[i]);
+        free(before[i]);
+        free(after[i]);
+    }
+    vkt_graph_free(&w);
+    vkt_graph_free(&r);
+}
+
+/* Every kernel that reads or writes the pools, with F16 pools on the Vulkan side and the CPU's F32
+ * reference (the tolerances: TOL_KV_F16 above); then the fused decode step against the unfused
+ * path. */
+static void test_kv_f16(void) {
+    g_kv_dtype = RLX_DTYPE_F16;
+    test_copy_pages_f16();
+    printf("F16 pools (Vulkan) against the F32 reference\n");
+    test_KV_CACHE();
+    test_KV_WRITE();
+    attention_cached_cases();
+    test_kv_fusions();
+    static const kv_case steps[] = {
+        {true, false, 1, 16, 8, 128, 128, 40, 128, 0, RLX_ROPE_LAYOUT_NEOX}, /* fixed plan on subgroups of 32 */
+        {true, false, 1, 8, 4, 32, 32, 40, 32, 0, RLX_ROPE_LAYOUT_NEOX},     /* fixed plan on subgroups of 8 */
+        {true, true, 1, 6, 2, 10, 7, 24, 6, 4, RLX_ROPE_LAYOUT_NORMAL},      /* odd sizes, window */
+        {false, false, 1, 4, 2, 64, 64, 300, 48, 0, RLX_ROPE_LAYOUT_NEOX},   /* key splits */
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        fused_vs_unfused_case(&steps[i], (int32_t)steps[i].cap);
+    g_kv_dtype = RLX_DTYPE_F32;
+}
+
 /* ---- the next stage's weights warmed into L2 (runtime/vk_warm_next.c) ---- */
 
 /* A warm_l2 dispatch expected: the first `bytes` of weight w's first part (at most all of it). */
@@ -1220,13 +1430,22 @@ static void test_split_weights(void) {
     rlx_backend_destroy(small);
 }
 
-int main(void) {
+/* test_vk_ops: every op against the CPU reference, the fusions, with F32 pools. test_vk_ops kv-f16:
+ * the kernels that touch the pools again with F16 pools (test_kv_f16; its own ctest, run beside). */
+int main(int argc, char **argv) {
     /* f32 everywhere (the header): prefill matmuls on cooperative matrices in their f32-accurate
      * mode, unless the caller chose one */
     g_opts = vkt_options();
     if (g_opts.coopmat == RLX_VK_COOPMAT_DEFAULT) g_opts.coopmat = RLX_VK_COOPMAT_EXACT;
     g_vk = vkt_backend_with(&g_opts);
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
+    if (argc > 1 && strcmp(argv[1], "kv-f16") == 0) {
+        test_kv_f16();
+        rlx_backend_destroy(g_vk);
+        rlx_backend_destroy(g_cpu);
+        vkt_check_validation();
+        return t_summary("test_vk_ops kv-f16");
+    }
     for (int op = 0; op < RLX_OP_COUNT; op++) {
         printf("%s\n", rlx_op_name((rlx_op)op));
         op_tests[op]();
