@@ -3,7 +3,7 @@
  *
  * Bounds (fixtures README): max|Δlogit| <= 3e-2, the tolerance for f16/mixed compute that the
  * backend must meet; and, since every Vulkan kernel computes in f32 like the CPU when run with
- * RLX_VK_COOPMAT=exact (tests/vulkan/tests.cmake), also <= 1e-3, the f32 tolerance. Greedy ids must agree exactly up to the first step whose top-2 logit margin (on
+ * RLX_VK_COOPMAT=exact (tests/vulkan/tests.cmake) and F32 K/V, also <= 1e-3, the f32 tolerance. Greedy ids must agree exactly up to the first step whose top-2 logit margin (on
  * the CPU) is below twice that f32 bound (the near-tie rule).
  *
  *   test_vk_models [FAMILY...]    default: every family */
@@ -36,6 +36,9 @@ static rlx_runner *open_on(const char *path, const char *backend) {
     rlx_runner_opts o = rlx_runner_opts_default();
     o.backend = backend;
     o.n_ctx = 64;
+    /* the f32 bound holds for f32 K/V; F16's (Vulkan's default) is held to the f16 class by
+     * vk_family_parity_* (tests/vulkan/tests.cmake) */
+    o.kv_type = RLX_KV_TYPE_F32;
     rlx_runner *r = NULL;
     return T_OK(rlx_runner_open(path, &o, &r)) ? r : NULL;
 }
