@@ -4,7 +4,6 @@
 #include "runtime/vk_backend.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,9 +222,18 @@ static void transfer_barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineSta
     d->vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
+typedef struct page_copies {
+    const rlx_session *s;
+    const int32_t *src, *dst;
+    int32_t n;
+} page_copies;
+
 /* Page src[i] -> dst[i] of every layer's K and V pool. */
-static void record_page_copies(const rlx_session *s, VkCommandBuffer cb, const int32_t *src, const int32_t *dst,
-                               int32_t n) {
+static void record_page_copies(void *ctx, VkCommandBuffer cb) {
+    const page_copies *pc = ctx;
+    const rlx_session *s = pc->s;
+    const int32_t *src = pc->src, *dst = pc->dst;
+    int32_t n = pc->n;
     rlx_vk_device *d = s->b->dev;
     VkDeviceSize rows = (VkDeviceSize)s->kv.page_size * (VkDeviceSize)s->kv.n_head_kv * vk_kv_elem_bytes(s);
     VkDeviceSize k_page = rows * (VkDeviceSize)s->kv.head_dim, v_page = rows * (VkDeviceSize)s->kv.head_dim_v;
@@ -257,35 +265,8 @@ static rlx_status copy_pages(rlx_session *s, const int32_t *src, const int32_t *
     if (!s) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_pages: session is NULL");
     RLX_TRY(check_pages(s, src, dst, n));
     if (n == 0) return NULL;
-    rlx_vk_device *d = s->b->dev;
-    VkCommandBuffer cb = VK_NULL_HANDLE;
-    VkFence fence = VK_NULL_HANDLE;
-    VkCommandBufferAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = d->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    pthread_mutex_lock(&d->queue_lock);
-    rlx_status st = rlx_vk_check(d->vk.vkAllocateCommandBuffers(d->dev, &ai, &cb), "allocating a page copy");
-    pthread_mutex_unlock(&d->queue_lock);
-    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (!st) st = rlx_vk_check(d->vk.vkCreateFence(d->dev, &fi, NULL, &fence), "creating a page copy fence");
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (!st) st = rlx_vk_check(d->vk.vkBeginCommandBuffer(cb, &bi), "beginning a page copy");
-    if (!st) {
-        record_page_copies(s, cb, src, dst, n);
-        st = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending a page copy");
-    }
-    if (!st) st = rlx_vk_submit_wait(d, cb, fence, "copying KV pages");
-    if (fence) d->vk.vkDestroyFence(d->dev, fence, NULL);
-    if (cb) {
-        pthread_mutex_lock(&d->queue_lock);
-        d->vk.vkFreeCommandBuffers(d->dev, d->pool, 1, &cb);
-        pthread_mutex_unlock(&d->queue_lock);
-    }
-    return st;
+    page_copies pc = {.s = s, .src = src, .dst = dst, .n = n};
+    return rlx_vk_run_once(s->b->dev, record_page_copies, &pc, "page copy", "copying KV pages");
 }
 
 /* ---- backend ---- */

@@ -743,3 +743,39 @@ rlx_status rlx_vk_submit_batch(rlx_vk_device *d, const VkCommandBuffer *cbs, uin
 rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what) {
     return rlx_vk_submit_batch(d, &cb, 1, fence, (rlx_vk_wait){0}, what);
 }
+
+rlx_status rlx_vk_run_once(rlx_vk_device *d, rlx_vk_record_fn record, void *ctx, const char *noun, const char *doing) {
+    char what[96];
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = d->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    snprintf(what, sizeof what, "allocating a %s", noun);
+    pthread_mutex_lock(&d->queue_lock);
+    rlx_status st = rlx_vk_check(d->vk.vkAllocateCommandBuffers(d->dev, &ai, &cb), what);
+    pthread_mutex_unlock(&d->queue_lock);
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    snprintf(what, sizeof what, "creating a %s fence", noun);
+    if (!st) st = rlx_vk_check(d->vk.vkCreateFence(d->dev, &fi, NULL, &fence), what);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    snprintf(what, sizeof what, "beginning a %s", noun);
+    if (!st) st = rlx_vk_check(d->vk.vkBeginCommandBuffer(cb, &bi), what);
+    if (!st) {
+        record(ctx, cb);
+        snprintf(what, sizeof what, "ending a %s", noun);
+        st = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), what);
+    }
+    if (!st) st = rlx_vk_submit_wait(d, cb, fence, doing);
+    if (fence) d->vk.vkDestroyFence(d->dev, fence, NULL);
+    if (cb) {
+        pthread_mutex_lock(&d->queue_lock);
+        d->vk.vkFreeCommandBuffers(d->dev, d->pool, 1, &cb);
+        pthread_mutex_unlock(&d->queue_lock);
+    }
+    return st;
+}

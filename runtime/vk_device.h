@@ -140,6 +140,12 @@ void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the regist
  * Device loss (real, or injected by vk_fault.h) marks d lost; on a lost device it fails at once. */
 rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what);
 
+/* One-shot work: a command buffer from d's pool, recorded by record(ctx, cb), submitted and waited
+ * for, then freed (downloads, page copies). Errors name the work: "allocating a <noun>", "creating
+ * a <noun> fence", "beginning / ending a <noun>", and `doing` for the submission. */
+typedef void (*rlx_vk_record_fn)(void *ctx, VkCommandBuffer cb);
+rlx_status rlx_vk_run_once(rlx_vk_device *d, rlx_vk_record_fn record, void *ctx, const char *noun, const char *doing);
+
 /* How one submission is waited for. expect_ms: how long the work should take (what the same work
  * took last time), 0 when unknown. took_ms (may be NULL) receives the time from submit to the
  * fence seen signalled. */

@@ -472,52 +472,37 @@ rlx_status rlx_vk_uploader_fill(rlx_vk_uploader *u, const rlx_vk_alloc *dst, VkD
     return NULL;
 }
 
+typedef struct download {
+    const rlx_vk_device *d;
+    const rlx_vk_alloc *src, *rb;
+    VkDeviceSize offset, n;
+} download;
+
+static void record_download(void *ctx, VkCommandBuffer cb) {
+    const download *dl = ctx;
+    const rlx_vk_device *d = dl->d;
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+    };
+    d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                               NULL, 0, NULL);
+    VkBufferCopy region = {dl->src->offset + dl->offset, dl->rb->offset, dl->n};
+    d->vk.vkCmdCopyBuffer(cb, dl->src->buffer, dl->rb->buffer, 1, &region);
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0,
+                               NULL);
+}
+
 rlx_status rlx_vk_download(rlx_vk_device *d, rlx_vk_heap *readback_heap, const rlx_vk_alloc *src,
                            VkDeviceSize offset, void *dst, size_t n) {
     rlx_vk_alloc rb = {0};
-    VkCommandBuffer cb = VK_NULL_HANDLE;
-    VkFence fence = VK_NULL_HANDLE;
     RLX_TRY(rlx_vk_heap_alloc(readback_heap, n, "download", &rb));
-    VkCommandBufferAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = d->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    pthread_mutex_lock(&d->queue_lock);
-    rlx_status s = rlx_vk_check(d->vk.vkAllocateCommandBuffers(d->dev, &ai, &cb), "allocating a download");
-    pthread_mutex_unlock(&d->queue_lock);
-    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (!s) s = rlx_vk_check(d->vk.vkCreateFence(d->dev, &fi, NULL, &fence), "creating a download fence");
-    VkCommandBufferBeginInfo bi = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-    };
-    if (!s) s = rlx_vk_check(d->vk.vkBeginCommandBuffer(cb, &bi), "beginning a download");
-    if (!s) {
-        VkMemoryBarrier mb = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
-        };
-        d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb,
-                                   0, NULL, 0, NULL);
-        VkBufferCopy region = {src->offset + offset, rb.offset, n};
-        d->vk.vkCmdCopyBuffer(cb, src->buffer, rb.buffer, 1, &region);
-        mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-        d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
-                                   NULL, 0, NULL);
-        s = rlx_vk_check(d->vk.vkEndCommandBuffer(cb), "ending a download");
-    }
-    if (!s) s = rlx_vk_submit_wait(d, cb, fence, "downloading from the device");
+    download dl = {.d = d, .src = src, .rb = &rb, .offset = offset, .n = n};
+    rlx_status s = rlx_vk_run_once(d, record_download, &dl, "download", "downloading from the device");
     if (!s) memcpy(dst, rb.mapped, n);
-    if (fence) d->vk.vkDestroyFence(d->dev, fence, NULL);
-    if (cb) {
-        pthread_mutex_lock(&d->queue_lock);
-        d->vk.vkFreeCommandBuffers(d->dev, d->pool, 1, &cb);
-        pthread_mutex_unlock(&d->queue_lock);
-    }
     rlx_vk_heap_free(readback_heap, &rb);
     return s;
 }
