@@ -219,18 +219,10 @@ static rlx_status get_seq(const rlx_engine *e, int32_t id, const char *what, eng
     return NULL;
 }
 
-static rlx_status check_seq_opts(const rlx_engine *e, const rlx_seq_opts *o) {
-    if (o->n_new < 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "sequence: n_new %d is negative", (int)o->n_new);
-    if (o->n_new > 0) {
-        rlx_sampler *probe;
-        RLX_TRY(rlx_sampler_create(&o->sample, e->n_vocab, &probe));
-        rlx_sampler_destroy(probe);
-    }
-    return NULL;
-}
-
-/* The settings of a sequence about to be appended to: a fresh sampler (its seed restarts). */
+/* The settings of a sequence about to be appended to: a fresh sampler (its seed restarts). Bad
+ * settings (rlx_sampler_create checks the sampling ones) leave the sequence as it was. */
 static rlx_status apply_opts(const rlx_engine *e, eng_seq *s, const rlx_seq_opts *o) {
+    if (o->n_new < 0) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "sequence: n_new %d is negative", (int)o->n_new);
     rlx_sampler *sm = NULL;
     if (o->n_new > 0) RLX_TRY(rlx_sampler_create(&o->sample, e->n_vocab, &sm));
     rlx_sampler_destroy(s->sampler);
@@ -242,7 +234,6 @@ static rlx_status apply_opts(const rlx_engine *e, eng_seq *s, const rlx_seq_opts
 rlx_status rlx_engine_seq_create(rlx_engine *e, const rlx_seq_opts *opts, int32_t *id) {
     if (!e || !id) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_create: engine and id must not be NULL");
     rlx_seq_opts o = opts ? *opts : (rlx_seq_opts){0};
-    RLX_TRY(check_seq_opts(e, &o));
     int32_t slot = 0;
     while (slot < e->n_seqs && e->seqs[slot].used) slot++;
     if (slot == e->n_seqs) {
@@ -324,7 +315,6 @@ rlx_status rlx_engine_seq_set_opts(rlx_engine *e, int32_t id, const rlx_seq_opts
     if (!opts) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_set_opts: opts is NULL");
     if (generating(s))
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_set_opts: sequence %d is still generating", (int)id);
-    RLX_TRY(check_seq_opts(e, opts));
     return apply_opts(e, s, opts);
 }
 
