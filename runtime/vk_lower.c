@@ -155,11 +155,11 @@ static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
     return (uint32_t)route->info.shape.dim[1];
 }
 
-static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i);
+static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i);
 
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
-    RLX_TRY(prepare_f16_weights(p, i));
+    RLX_TRY(prepare_coop_scratch(p, i));
     for (int k = 0; k < n->info.n_in; k++) {
         rlx_node j = n->info.in[k];
         if (j == RLX_NO_NODE || !f32_slot(n->info.op, k)) continue;
@@ -255,14 +255,58 @@ static rlx_node matmul_dispatched_by(const rlx_program *p, rlx_node i) {
     return add || mul ? n->fuse_a : RLX_NO_NODE;
 }
 
-/* Node i's scratch for the f16 rows of its matmul's weight (vk_coop_f16_weights): its largest part. */
-static rlx_status prepare_f16_weights(rlx_program *p, rlx_node i) {
+/* How the cooperative kernel runs MATMUL mm (dispatched by node i): its mode (COOP_OFF: the tiled
+ * kernel), whether it reads f16 rows decoded into i's scratch first (vk_coop_f16_weights), and
+ * where in that scratch its split-k partials go: after the f16 rows of the largest part. */
+typedef struct coop_use {
+    vk_coop_mode mode;
+    bool f16_rows;
+    uint64_t part_at; /* scratch offset of the partials */
+} coop_use;
+
+static rlx_status coop_use_of(const rlx_program *p, rlx_node mm, coop_use *out) {
+    const vk_node *x = in(p, mm, 0);
+    uint64_t k = (uint64_t)last_dim(x), align = p->b->dev->caps->storage_align;
+    *out = (coop_use){COOP_OFF, false, 0};
+    if (!vk_takes_tiled(p, (uint64_t)x->numel / k, k)) return NULL;
+    RLX_TRY(vk_coopmat_mode(p, &out->mode));
+    if (!vk_coop_fits(p)) out->mode = COOP_OFF;
+    out->f16_rows = out->mode != COOP_OFF && vk_coop_f16_weights(p, mm, out->mode);
+    uint64_t f16 = out->f16_rows ? vk_largest_part_rows(matrix_of(p, in1(p, mm)).w) * k * 2 : 0;
+    out->part_at = align > 1 ? ceil_div(f16, align) * align : f16;
+    return NULL;
+}
+
+/* The cooperative plan of one weight part of part_rows rows, and the type the kernel reads it as. */
+static vk_coop_plan coop_part_plan(const rlx_program *p, rlx_node mm, const coop_use *u, uint64_t part_rows,
+                                   uint32_t *type) {
+    const vk_node *x = in(p, mm, 0);
+    uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
+    *type = u->f16_rows ? RLX_DTYPE_F16 : matrix_of(p, in1(p, mm)).type;
+    return vk_coop_plan_make(p, part_rows, rows, k, vk_coop_prec(u->mode, *type));
+}
+
+/* Node i's scratch for its cooperative matmul: the f16 rows of the weight's largest part, then the
+ * largest split-k partials of a part (split x rows x part rows floats). */
+static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i) {
     rlx_node mm = matmul_dispatched_by(p, i);
-    vk_coop_mode coop;
+    coop_use u;
     if (mm == RLX_NO_NODE) return NULL;
-    RLX_TRY(vk_coopmat_mode(p, &coop));
-    if (!vk_coop_f16_weights(p, mm, coop)) return NULL;
-    p->nodes[i].scratch_bytes = vk_largest_part_rows(matrix_of(p, in1(p, mm)).w) * (uint64_t)last_dim(in(p, mm, 0)) * 2;
+    RLX_TRY(coop_use_of(p, mm, &u));
+    if (u.mode == COOP_OFF) return NULL;
+    matrix m = matrix_of(p, in1(p, mm));
+    const vk_node *x = in(p, mm, 0);
+    uint64_t rows = (uint64_t)x->numel / (uint64_t)last_dim(x), parts = 0;
+    for (uint32_t k = 0; k < m.n_parts; k++) {
+        vk_range r;
+        uint64_t row0, part_rows;
+        uint32_t type;
+        matrix_part(&m, k, &r, &row0, &part_rows);
+        vk_coop_plan c = coop_part_plan(p, mm, &u, part_rows, &type);
+        uint64_t bytes = c.split > 1 ? (uint64_t)c.split * rows * part_rows * 4 : 0;
+        if (bytes > parts) parts = bytes;
+    }
+    p->nodes[i].scratch_bytes = parts ? u.part_at + parts : u.f16_rows ? u.part_at : 0;
     return NULL;
 }
 
@@ -275,29 +319,54 @@ _Static_assert(RLX_VK_BIND(matmul_tiled, X) == RLX_VK_BIND(matmul_coop, X) &&
                    RLX_VK_SPEC(matmul_tiled, EPI) == RLX_VK_SPEC(matmul_coop, EPI),
                "shaders/kernels.def: matmul_tiled and matmul_coop bindings differ");
 
+/* A split-k cooperative matmul (shaders/matmul_coop.glsl SPLIT): its partials into out_node's
+ * scratch at part_at, then shaders/matmul_reduce.comp adds them up into the output with the
+ * epilogue. push and spec are the kernel's; bind its bindings, the partials' filled in here. */
+static rlx_status emit_coop_split(rlx_program *p, rlx_node out_node, rlx_vk_kernel kernel, const uint32_t *spec,
+                                  vk_range *bind, uint32_t reads, const uint32_t *push, uint64_t groups,
+                                  uint64_t part_at, uint32_t epi) {
+    const vk_node *n = node(p, out_node);
+    uint32_t split = spec[RLX_VK_SPEC(matmul_coop, SPLIT)];
+    uint64_t rows = push[0], part_rows = push[2];
+    vk_range part = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset + part_at,
+                     (uint64_t)split * rows * part_rows * 4};
+    bind[RLX_VK_BIND(matmul_coop, PART)] = part;
+    RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 5, reads, RLX_VK_BIT(matmul_coop, PART), push,
+                    8 * sizeof(uint32_t), groups * split));
+    vk_range rbind[3] = {[RLX_VK_BIND(matmul_reduce, PART)] = part,
+                         [RLX_VK_BIND(matmul_reduce, OUT)] = bind[RLX_VK_BIND(matmul_coop, OUT)],
+                         [RLX_VK_BIND(matmul_reduce, AUX)] = bind[RLX_VK_BIND(matmul_coop, AUX)]};
+    uint32_t rspec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(matmul_reduce, EPI)] = epi};
+    uint32_t rpush[6] = {(uint32_t)rows, (uint32_t)part_rows, push[3], push[4], push[6], split};
+    uint32_t rreads = RLX_VK_BIT(matmul_reduce, PART) | (reads & RLX_VK_BIT(matmul_coop, AUX) ? RLX_VK_BIT(matmul_reduce, AUX) : 0u);
+    return vk_emit(p, &p->run, out_node, RLX_VK_KERNEL_matmul_reduce, rspec, rbind, 3, rreads,
+                   RLX_VK_BIT(matmul_reduce, OUT), rpush, sizeof rpush, ceil_div(rows * part_rows, p->b->wg));
+}
+
 /* Many rows (prefill): on cooperative matrices where the device has them (shaders/matmul_coop.comp,
  * TM x 64 output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
 static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    vk_coop_mode coop = COOP_OFF;
-    RLX_TRY(vk_coopmat_mode(p, &coop));
-    if (!vk_coop_fits(p)) coop = COOP_OFF;
+    coop_use u;
+    RLX_TRY(coop_use_of(p, mm, &u));
+    vk_coop_mode coop = u.mode;
     rlx_vk_kernel kernel = coop == COOP_OFF       ? RLX_VK_KERNEL_matmul_tiled
                            : coop >= COOP_EMULATE ? RLX_VK_KERNEL_matmul_coop_emu
                                                   : RLX_VK_KERNEL_matmul_coop;
     vk_range xr, auxr = vk_node_range(p, out_node);
     RLX_TRY(vk_f32_range(p, node(p, mm)->info.in[0], &xr));
     if (aux != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, aux, &auxr));
-    bool f16_rows = coop != COOP_OFF && vk_coop_f16_weights(p, mm, coop);
+    bool f16_rows = u.f16_rows;
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[4];
+        vk_range bind[5];
         uint64_t row0, part_rows;
         bind[RLX_VK_BIND(matmul_coop, X)] = xr;
         matrix_part(&m, part, &bind[RLX_VK_BIND(matmul_coop, W)], &row0, &part_rows);
         bind[RLX_VK_BIND(matmul_coop, OUT)] = vk_node_range(p, out_node);
         bind[RLX_VK_BIND(matmul_coop, AUX)] = auxr;
+        bind[RLX_VK_BIND(matmul_coop, PART)] = bind[RLX_VK_BIND(matmul_coop, OUT)]; /* unused unless split */
         uint32_t type = m.type, row_bytes = (uint32_t)m.row_bytes;
         if (f16_rows) { /* the part decoded into the node's scratch, then read as F16 rows */
             vk_range f16 = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
@@ -312,21 +381,33 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
             type = RLX_DTYPE_F16;
             row_bytes = (uint32_t)(k * 2);
         }
-        uint32_t push[7] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            row_bytes, tok_rows(n)};
-        uint32_t prec = vk_coop_prec(coop, type);
-        vk_coop_plan c = coop != COOP_OFF ? vk_coop_plan_make(p, part_rows, rows, prec) : (vk_coop_plan){64, 64, 1};
-        uint32_t spec[7] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
+        uint32_t prec = vk_coop_prec(coop, type), part_type;
+        vk_coop_plan c = coop != COOP_OFF ? coop_part_plan(p, mm, &u, part_rows, &part_type)
+                                          : (vk_coop_plan){64, 64, 1, 1, (uint32_t)k};
+        uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                            row_bytes, tok_rows(n), c.ksplit};
+        uint32_t spec[8] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
                             [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
                             [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
                             [RLX_VK_SPEC(matmul_coop, PREC)] = prec,
                             [RLX_VK_SPEC(matmul_coop, TM)] = c.tm,
                             [RLX_VK_SPEC(matmul_coop, BK)] = c.bk,
-                            [RLX_VK_SPEC(matmul_coop, DEPTH)] = c.depth};
+                            [RLX_VK_SPEC(matmul_coop, DEPTH)] = c.depth,
+                            [RLX_VK_SPEC(matmul_coop, SPLIT)] = c.split};
         uint32_t reads = RLX_VK_BIT(matmul_coop, X) | RLX_VK_BIT(matmul_coop, W) |
                          (aux != RLX_NO_NODE ? RLX_VK_BIT(matmul_coop, AUX) : 0u);
-        RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, reads, RLX_VK_BIT(matmul_coop, OUT), push,
-                        sizeof push, ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm)));
+        uint64_t groups = ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm);
+        if (coop == COOP_OFF) { /* matmul_tiled.comp: the first four bindings, the first seven words */
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, reads, RLX_VK_BIT(matmul_coop, OUT), push,
+                            7 * sizeof(uint32_t), groups));
+            continue;
+        }
+        if (c.split == 1) {
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 5, reads, RLX_VK_BIT(matmul_coop, OUT), push,
+                            sizeof push, groups));
+            continue;
+        }
+        RLX_TRY(emit_coop_split(p, out_node, kernel, spec, bind, reads, push, groups, u.part_at, epi));
     }
     return NULL;
 }

@@ -27,6 +27,10 @@ static const pow2_knob pow2_knobs[] = {
     POW2_KNOB("RLX_VK_ATTN_GW", attn_gw, 1, 4),
     POW2_KNOB("RLX_VK_COOPMAT_TM", coopmat_tm, 64, 128),
     POW2_KNOB("RLX_VK_COOPMAT_DEPTH", coopmat_depth, 1, 2),
+    POW2_KNOB("RLX_VK_COOPMAT_BK", coopmat_bk, 32, 128),
+    POW2_KNOB("RLX_VK_COOPMAT_SPLIT", coopmat_split, 1, 64),
+    POW2_KNOB("RLX_VK_COOPMAT_GROUPS", coopmat_groups, 1, 65536),
+    POW2_KNOB("RLX_VK_TILED_MIN_ROWS", tiled_min_rows, 1, 512),
 };
 #undef POW2_KNOB
 #define N_POW2_KNOBS (sizeof pow2_knobs / sizeof pow2_knobs[0])
@@ -239,6 +243,10 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
                            .coopmat = coop,
                            .coopmat_tm = o->coopmat_tm,
                            .coopmat_depth = o->coopmat_depth,
+                           .coopmat_bk = o->coopmat_bk,
+                           .coopmat_split = o->coopmat_split,
+                           .coopmat_groups = o->coopmat_groups,
+                           .tiled_min_rows = o->tiled_min_rows,
                            .matvec_trips = o->matvec_trips,
                            .matvec_wg = o->matvec_wg,
                            .matvec_r = o->matvec_r,

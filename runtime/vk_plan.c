@@ -68,18 +68,36 @@ static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
+/* Workgroups a GPU's plan keeps by splitting k: a couple per multiprocessor of a large GPU */
+#define COOP_SPLIT_GROUPS 256
+/* k steps (of BK) each split keeps at least: its loads need a few steps to overlap the multiplies */
+#define COOP_SPLIT_MIN_STEPS 4
+#define COOP_SPLIT_MAX 64
+
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
  * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
  * of 1: the second stage's shared memory costs more occupancy than its early loads hide, small grids
- * included (docs/PERFORMANCE.md). */
-vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec) {
+ * included (docs/PERFORMANCE.md). On a GPU, a grid of fewer than COOP_SPLIT_GROUPS tiles (a decode
+ * batch: one row tile over a weight of a few thousand rows) splits k until it has that many
+ * workgroups (RLX_VK_COOPMAT_GROUPS overrides it), each split keeping COOP_SPLIT_MIN_STEPS steps;
+ * RLX_VK_COOPMAT_SPLIT forces a split count (at most one per step) on any device. */
+vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint64_t k, uint32_t prec) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
-    vk_coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1};
+    vk_coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1, 1, 0};
     plan.tm = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tm, 64, 128, plan.tm);
     if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
     plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
-    if (coop_shared(plan.tm, 64, prec) > c->max_shared) plan.bk = 32;
+    plan.bk = rlx_vk_tuned_pow2(p->b->tuning.coopmat_bk, 32, 128, plan.bk);
+    while (plan.bk > 32 && coop_shared(plan.tm, plan.bk, prec) > c->max_shared) plan.bk /= 2;
+    uint64_t tiles = w_tiles * ceil_div(rows, plan.tm), steps = ceil_div(k, plan.bk), split = 1;
+    uint64_t want = rlx_vk_tuned_pow2(p->b->tuning.coopmat_groups, 1, 65536, COOP_SPLIT_GROUPS);
+    if (p->gpu_plans && tiles < want) split = ceil_div(want, tiles);
+    if (split > steps / COOP_SPLIT_MIN_STEPS) split = steps >= 2 * COOP_SPLIT_MIN_STEPS ? steps / COOP_SPLIT_MIN_STEPS : 1;
+    split = rlx_vk_tuned_pow2(p->b->tuning.coopmat_split, 1, COOP_SPLIT_MAX, (uint32_t)split);
+    if (split > steps) split = steps;
+    plan.ksplit = (uint32_t)(ceil_div(steps, split) * plan.bk);
+    plan.split = (uint32_t)ceil_div(k, plan.ksplit);
     return plan;
 }
 
@@ -101,12 +119,17 @@ uint64_t vk_largest_part_rows(const vk_weight *w) {
  * stored weight of another type than F16 is decoded once per run into f16 rows in the dispatching
  * node's scratch (shaders/dequant.comp F16_OUT), and the kernel reads those as F16 rows: the same
  * values, at the F16 kernel's speed (a 16-byte load per 8 values instead of a decode per chunk),
- * where a part's f16 rows fit one binding. */
+ * where a part's f16 rows fit one binding and x has more than COOP_F16_MIN_ROWS rows: with fewer (a
+ * decode batch) the grid has one row tile, so the kernel decodes each weight once anyway, and the
+ * f16 rows would only add their write and read to the weight's. */
+#define COOP_F16_MIN_ROWS 64
+
 bool vk_coop_f16_weights(const rlx_program *p, rlx_node mm, vk_coop_mode coop) {
     const vk_node *x = in(p, mm, 0);
     matrix m = matrix_of(p, in1(p, mm));
     uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
     return (coop == COOP_MIXED || coop == COOP_EMULATE_MIXED) && vk_coop_fits(p) && m.w && m.type != RLX_DTYPE_F16 &&
+           rows > COOP_F16_MIN_ROWS &&
            vk_takes_tiled(p, rows, k) && vk_largest_part_rows(m.w) * k * 2 <= p->b->dev->max_binding;
 }
 
@@ -243,7 +266,9 @@ bool vk_takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k) {
     bool fits = k % 32 == 0 && p->b->wg_row == 256;
     if (vk_deterministic(p)) return fits; /* one kernel for every row count */
     bool short_k = p->gpu_plans && k <= TILED_SHORT_K;
-    return rows >= (short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS) && fits;
+    uint32_t min_rows = rlx_vk_tuned_pow2(p->b->tuning.tiled_min_rows, 1, 512,
+                                          short_k ? TILED_MIN_ROWS_SHORT_K : TILED_MIN_ROWS);
+    return rows >= min_rows && fits;
 }
 
 /* Whether a and b are weights of one type and shape, each in a single binding. */
@@ -296,11 +321,15 @@ uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
 
 /* Query heads per attention workgroup: the largest divisor of H / H_kv up to a default (or up to
  * RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. Where
- * the keys are not split, decode attention is latency and one head per workgroup halves each
- * workgroup's walk; split key ranges keep ATTN_DEFAULT_GW. */
+ * the keys are not split, decode attention of one sequence is latency and one head per workgroup
+ * halves each workgroup's walk; split key ranges keep ATTN_DEFAULT_GW. A decode batch of many
+ * sequences (rows apart, too many rows to split) is bandwidth: each sequence's K and V are read
+ * once per workgroup, so its heads share one, ATTN_MAX_GW (8B F16 at 64 sequences of 512 tokens,
+ * H200: 2,213 -> 2,590 t/s). */
 uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits) {
     int64_t g = heads / kv_heads;
-    int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, splits > 1 ? ATTN_DEFAULT_GW : 1);
+    int64_t want = splits > 1 ? ATTN_DEFAULT_GW : p->rows_apart ? ATTN_MAX_GW : 1;
+    int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, (uint32_t)want);
     for (; gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;
     return 1;

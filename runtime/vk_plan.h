@@ -74,6 +74,7 @@ typedef enum {
 
 typedef struct vk_coop_plan {
     uint32_t tm, bk, depth; /* the kernel's spec TM, BK, DEPTH */
+    uint32_t split, ksplit; /* spec SPLIT: k ranges of ksplit values (a multiple of bk); 1: all of k */
 } vk_coop_plan;
 
 /* The backend's mode (runtime/vk_options.h), COOP_OFF where the device has no cooperative matrices
@@ -81,8 +82,8 @@ typedef struct vk_coop_plan {
 rlx_status vk_coopmat_mode(const rlx_program *p, vk_coop_mode *out);
 /* shaders/matmul_coop.glsl PREC for a weight of type read in mode. */
 uint32_t vk_coop_prec(vk_coop_mode mode, uint32_t type);
-/* The tiles for part_rows weight rows and rows of x. */
-vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint32_t prec);
+/* The tiles and k splits for part_rows weight rows of length k and rows of x. */
+vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint64_t k, uint32_t prec);
 /* Whether the cooperative kernel's smallest plan fits the device. */
 bool vk_coop_fits(const rlx_program *p);
 /* Whether MATMUL mm's weight is decoded into f16 rows first (the mixed modes, a type other than F16). */

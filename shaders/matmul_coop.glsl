@@ -18,6 +18,13 @@
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
 // DEPTH (1 or 2).
 //
+// Split k (spec SPLIT > 1). A few rows (a decode batch) over a weight of a few thousand rows make a
+// grid of a few dozen tiles, fewer than the device has multiprocessors, each walking all of k: so
+// the grid is SPLIT times larger, workgroup g taking k range g / tiles (push ksplit values, a
+// multiple of BK, the last range shorter), and each writes its raw sums to the partials (binding 4,
+// [split][p.rows][p.m_rows]); shaders/matmul_reduce.comp then adds the SPLIT partials of each
+// output in a fixed order and applies the epilogue.
+//
 // Precision (spec PREC). f16 has an 11-bit significand, so a plain f16 product rounds every x and
 // w by up to 2^-12 (about 4e-4 relative in each output): the default (PREC 0, RLX_VK_COOPMAT unset
 // or mixed), within the fixtures' f16 / mixed-compute tolerance, not the f32 ones the op tests
@@ -42,12 +49,14 @@ layout(constant_id = 3) const uint PREC = 2;
 layout(constant_id = 4) const uint TM = 64;
 layout(constant_id = 5) const uint BK = 64;
 layout(constant_id = 6) const uint DEPTH = 1;
+layout(constant_id = 7) const uint SPLIT = 1;
 
 layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
 layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
 layout(set = 1, binding = 1) readonly buffer Wt4 { uvec4 w4[]; }; // the same weights, for F16 rows
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
+layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT > 1: raw sums
 
 layout(push_constant) uniform Push {
     uint rows;
@@ -57,6 +66,7 @@ layout(push_constant) uniform Push {
     uint m;
     uint row_bytes;
     uint tok;
+    uint ksplit; // SPLIT > 1: the k values of one split
 } p;
 
 #include "dequant.glsl"
@@ -85,6 +95,7 @@ shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
 shared uint s_bad;
 
 uint t;
+uint split_at, k_lo, k_hi; // this workgroup's split and k range: all of k, or its split's
 vec4 xr[DEPTH * X_PER * 2u]; // ring of the next steps' x values
 vec4 wr[DEPTH * W_PER * 2u]; // decoded weights
 uvec4 wraw[DEPTH * W_PER];   // or F16 weights as stored
@@ -175,12 +186,12 @@ void split(vec4 a, vec4 c, uint hi_at, uint lo_at, bool lo) {
 // Global loads of k step `step` into ring slot `slot`: chunk c = t + i WG of each tile is 8
 // values of row c / CPR at column 8 (c % CPR); zeros past the rows, weight rows and k.
 void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
-    uint k0 = step * BK;
+    uint k0 = k_lo + step * BK;
     UNROLL for (uint i = 0u; i < X_PER; i++) {
         uint c = t + i * WG, r = xr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = (slot * X_PER + i) * 2u;
         xr[at] = vec4(0.0);
         xr[at + 1u] = vec4(0.0);
-        if (r < rows && kc < p.k) {
+        if (r < rows && kc < k_hi) {
             uint q = (r * p.k + kc) >> 2;
             xr[at] = x4[q];
             xr[at + 1u] = x4[q + 1u];
@@ -188,7 +199,7 @@ void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
     }
     UNROLL for (uint i = 0u; i < W_PER; i++) {
         uint c = t + i * WG, n = wr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = slot * W_PER + i;
-        bool in_tile = c < W_CHUNKS && n < p.m_rows && kc < p.k;
+        bool in_tile = c < W_CHUNKS && n < p.m_rows && kc < k_hi;
         if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
             wraw[at] = in_tile ? w4[(n * p.row_bytes + kc * 2u) >> 4] : uvec4(0u);
         } else {
@@ -220,6 +231,10 @@ void stage(uint slot) {
 }
 
 void store_out(uint r, uint wr, float v) {
+    if (SPLIT > 1u) { // raw: matmul_reduce.comp applies the epilogue to the sum of the splits
+        part[(split_at * p.rows + r) * p.m_rows + wr] = v;
+        return;
+    }
     uint oi = r * p.m + p.m0 + wr;
     switch (EPI) {
     case 1u: v += aux[oi]; break;
@@ -235,7 +250,7 @@ void slow_tile(uint xr0, uint wr0, uint rows) {
         uint r = xr0 + e / TN, wr = wr0 + e % TN;
         if (r >= rows || wr >= p.m_rows) continue;
         float acc = 0.0;
-        for (uint k0 = 0u; k0 < p.k; k0 += 8u) {
+        for (uint k0 = k_lo; k0 < k_hi; k0 += 8u) {
             vec4 lo, hi;
             dq8(wr * p.row_bytes, k0, lo, hi);
             uint i = (r * p.k + k0) >> 2;
@@ -247,17 +262,20 @@ void slow_tile(uint xr0, uint wr0, uint rows) {
 
 void main() {
     t = gl_LocalInvocationID.x;
-    uint tiles_m = (p.m_rows + TN - 1u) / TN;
-    uint gid = group_id();
+    uint tiles_m = (p.m_rows + TN - 1u) / TN, tiles = tiles_m * ((p.rows + TM - 1u) / TM);
+    uint gid = group_id() % tiles;
+    split_at = group_id() / tiles;
     uint wr0 = (gid % tiles_m) * TN, xr0 = (gid / tiles_m) * TM;
     uint rows = valid_rows(p.rows, p.tok);
+    k_lo = SPLIT > 1u ? split_at * p.ksplit : 0u;
+    k_hi = SPLIT > 1u ? min(k_lo + p.ksplit, p.k) : p.k;
     if (xr0 >= rows) return;
     if (t == 0u) s_bad = 0u;
     uint g = subgroup_index(), sm = (g / 4u) * 32u, sn = (g % 4u) * 16u;
     ACCUM c0 = ACCUM_ZERO;
     ACCUM c1 = c0, d0 = c0, d1 = c0; // d: the 2^-11 terms
     OPERAND a0, a1, b, l0, l1, bl;
-    uint steps = (p.k + BK - 1u) / BK;
+    uint steps = (k_hi - k_lo + BK - 1u) / BK;
     UNROLL for (uint r = 0u; r < DEPTH; r++)
         if (r < steps) fetch(r, r, xr0, wr0, rows);
     for (uint s0 = 0u; s0 < steps; s0 += DEPTH) {

@@ -120,6 +120,10 @@ static double check_elements(const char *label, const elem_check *c, const float
 /* Runs t's single output on both backends over the steps and compares the first n_tokens rows;
  * `want` is the kernel the Vulkan program must dispatch, and f16_rows whether it must decode a weight
  * into f16 rows first (-1: not checked); ec, when given, the last step's outputs element by element. */
+/* Whether the next compare's program must end its matmuls in shaders/matmul_reduce.comp (split k):
+ * 1 yes, 0 no, -1 not checked. */
+static int g_want_reduce = -1;
+
 static void compare(const char *label, vkt_graph *t, const step *steps, int n_steps, rlx_vk_kernel want,
                     int f16_rows, double tol, const elem_check *ec) {
     const rlx_node_info *out = rlx_graph_node(t->g, rlx_graph_output_node(t->g, 0));
@@ -133,6 +137,10 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
     const char *kname = ok ? rlx_vk_kernel_get(want)->name : "?";
     if (ok) T_CHECK(count_kernel(pv, want) > 0, "%s: the program does not dispatch %s", label, kname);
     bool decoded = ok && count_kernel(pv, RLX_VK_KERNEL_dequant) > 0;
+    bool reduced = ok && count_kernel(pv, RLX_VK_KERNEL_matmul_reduce) > 0;
+    if (ok && g_want_reduce >= 0)
+        T_CHECK(reduced == (g_want_reduce > 0), "%s: split k ends in matmul_reduce: %s, expected %s", label,
+                reduced ? "yes" : "no", g_want_reduce > 0 ? "yes" : "no");
     if (ok && f16_rows >= 0)
         T_CHECK(decoded == (f16_rows > 0), "%s: weights decoded into f16 rows: %s, expected %s", label,
                 decoded ? "yes" : "no", f16_rows > 0 ? "yes" : "no");
@@ -168,9 +176,10 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
  * cooperative kernel's matrix operations emulated (any device: a subset of the cases, as lavapipe
  * takes seconds to compile each emulated variant); `plain`: its output is x w^T of input 0 and
  * weight 0 (checked element by element); `no_f16_rows`: the mixed modes read the weights as
- * stored (all F16, or parts whose f16 rows would not fit a binding), else they decode them into f16
- * rows first. The cooperative runs, real and emulated, cycle through the kernel's tile heights and
- * prefetch depths. */
+ * stored (all F16, 64 rows of x or fewer, or parts whose f16 rows would not fit a binding), else
+ * they decode them into f16 rows first. The cooperative runs, real and emulated, cycle through the
+ * kernel's tile heights and prefetch depths, and every third one splits k in 4 (RLX_VK_COOPMAT_SPLIT;
+ * fewer where k has fewer steps of 64), which must then end in shaders/matmul_reduce.comp. */
 typedef void (*build_fn)(vkt_graph *t, const void *arg);
 
 static void matmul_modes(const char *label, build_fn build, const void *arg, int32_t n_tokens, bool plain,
@@ -193,7 +202,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                                                  : RLX_VK_KERNEL_matmul_coop;
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
         int v = modes[m].emulated ? emulated++ : calls;
-        uint32_t tm = v % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1;
+        uint32_t tm = v % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1, split = v % 3 == 1 ? 4 : 1;
         vkt_graph t;
         vkt_graph_init(&t);
         build(&t, arg);
@@ -202,12 +211,13 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         if (variants) {
             o.coopmat_tm = tm;
             o.coopmat_depth = depth;
+            o.coopmat_split = split;
         }
         vkt_set_options(g_vk, &o);
         bool mixed = want != RLX_VK_KERNEL_matmul_tiled && modes[m].mixed;
         const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : mixed ? &PREC_F16 : &PREC_PAIRS;
         char full[128], knobs[32] = "";
-        if (variants) snprintf(knobs, sizeof knobs, " TM=%u DEPTH=%u", tm, depth);
+        if (variants) snprintf(knobs, sizeof knobs, " TM=%u DEPTH=%u SPLIT=%u", tm, depth, split);
         snprintf(full, sizeof full, "%s%s%s", label, modes[m].tag, knobs);
         step st = {0, n_tokens};
         elem_check ec = {0};
@@ -218,7 +228,13 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
             if (!ec.w) exit(1);
             rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
         }
+        /* k of the first weight: a forced split of k >= 128 (two k steps or more, of 64 or 32) must
+         * happen, one of k <= 32 (one step) cannot; between, it depends on the step the device's
+         * shared memory allows */
+        int64_t k = t.w[0].ne[0];
+        g_want_reduce = !variants || split == 1 ? 0 : k >= 128 ? 1 : k <= 32 ? 0 : -1;
         compare(full, &t, &st, 1, want, mixed && !no_f16_rows, mixed ? TOL_FAST : TOL_F32, plain ? &ec : NULL);
+        g_want_reduce = -1;
         free(ec.w);
         vkt_set_options(g_vk, &g_opts);
         vkt_graph_free(&t);
@@ -246,22 +262,28 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu, c.type == RLX_DTYPE_F16 || c.decode_in_kernel);
+    matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu,
+                 c.type == RLX_DTYPE_F16 || c.decode_in_kernel || c.rows <= 64);
 }
 
-/* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): the mixed
- * modes cannot hold them in their f16 rows, so the run fails naming the weight and the way out
- * (RLX_VK_COOPMAT=exact), while the exact mode computes them in f32 as the CPU does. */
+/* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): with more
+ * than 64 rows the mixed modes decode it into f16 rows first, which cannot hold them, so the run
+ * fails naming the weight and the way out (RLX_VK_COOPMAT=exact); with 64 or fewer the kernel
+ * decodes it itself, and its f32 tile computes them as the exact mode does, as the CPU does. */
 static void test_f16_range(void) {
     static const struct {
         const char *mode;
         rlx_vk_coopmat coopmat;
+        int64_t rows;
         bool fails;
-    } modes[] = {{"emulate-mixed", RLX_VK_COOPMAT_EMULATE_MIXED, true}, {"emulate", RLX_VK_COOPMAT_EMULATE, false}};
-    for (int m = 0; m < 2; m++) {
+    } modes[] = {{"emulate-mixed", RLX_VK_COOPMAT_EMULATE_MIXED, 72, true},
+                 {"emulate-mixed", RLX_VK_COOPMAT_EMULATE_MIXED, 40, false},
+                 {"emulate", RLX_VK_COOPMAT_EMULATE, 72, false}};
+    for (int m = 0; m < 3; m++) {
         vkt_graph t;
         vkt_graph_init(&t);
-        mm_case c = {RLX_DTYPE_Q8_0, 64, 48, 40, 0, false, false};
+        int64_t rows = modes[m].rows;
+        mm_case c = {RLX_DTYPE_Q8_0, 64, 48, rows, 0, false, false};
         build_matmul(&t, &c);
         uint8_t *blocks = (uint8_t *)t.w[0].data;
         for (uint64_t b = 0; b < t.w[0].nbytes / 34; b++) {
@@ -272,16 +294,17 @@ static void test_f16_range(void) {
         o.coopmat = modes[m].coopmat;
         vkt_set_options(g_vk, &o);
         char label[96];
-        snprintf(label, sizeof label, "MATMUL Q8_0 values past f16's range COOPMAT=%s", modes[m].mode);
+        snprintf(label, sizeof label, "MATMUL Q8_0 values past f16's range, %lld rows COOPMAT=%s", (long long)rows,
+                 modes[m].mode);
         if (!modes[m].fails) {
-            step st = {0, 40};
+            step st = {0, (int32_t)rows};
             compare(label, &t, &st, 1, RLX_VK_KERNEL_matmul_coop_emu, 0, TOL_F32, NULL);
         } else {
             rlx_session *s = NULL;
             rlx_program *p = NULL;
-            float *out = calloc(40 * 48, sizeof *out);
+            float *out = calloc((size_t)rows * 48, sizeof *out);
             void *outs[1] = {out};
-            rlx_run_args a = {0, 40, (const void *const *)t.in, outs, NULL};
+            rlx_run_args a = {0, (int32_t)rows, (const void *const *)t.in, outs, NULL};
             if (out && T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)) &&
                 T_OK(g_vk->ops->compile(s, t.g, &p)))
                 T_ERR(g_vk->ops->run(p, &a), RLX_ERR_UNSUPPORTED, "RLX_VK_COOPMAT=exact");
@@ -333,7 +356,7 @@ static void test_matmul(void) {
     for (int v = 0; v < 3; v++) {
         char label[96];
         snprintf(label, sizeof label, "MATMUL 40 rows, %s", fused[v]);
-        matmul_modes(label, build_fused, &v, 37, false, v == 1, false);
+        matmul_modes(label, build_fused, &v, 37, false, v == 1, true); /* 40 rows: decoded in the kernel */
     }
 }
 
