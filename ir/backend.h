@@ -110,6 +110,12 @@ static inline int64_t rlx_rows_pool_row(const rlx_run_rows *r, int32_t seq, int3
 /* The most runs one run_chain call makes. */
 #define RLX_RUN_CHAIN_MAX 64
 
+/* What a new session could take of a backend's own device memory now (rlx_backend_ops.memory_room). */
+typedef struct rlx_backend_room {
+    int64_t free_bytes; /* device memory available to this process now, in all */
+    int64_t max_buffer; /* the most bytes one buffer (one layer's K or V pool) may have */
+} rlx_backend_room;
+
 typedef struct rlx_backend_ops {
     /* weights: the table is borrowed for the call; a backend copies or uploads what it keeps.
      * The CPU backend keeps pointers to the weight data (no copy): the data (the rlx_model) must
@@ -136,6 +142,10 @@ typedef struct rlx_backend_ops {
     rlx_status (*run_chain)(rlx_program *p, const rlx_run_args *first, int32_t k, int32_t *outs);
     void (*program_destroy)(rlx_program *p);
     void (*destroy)(rlx_backend *b);
+    /* The device memory a new session could take now, so that a caller can size a KV pool by it.
+     * NULL, or RLX_ERR_UNSUPPORTED, where the backend computes in host memory (the CPU backend, a
+     * CPU Vulkan device such as lavapipe): host memory is not the caller's to take a share of. */
+    rlx_status (*memory_room)(rlx_backend *b, rlx_backend_room *out);
 } rlx_backend_ops;
 
 struct rlx_backend {

@@ -9,10 +9,17 @@
 #include "runners/engine_internal.h"
 
 #define PAGE_SIZE 16
-/* The pool when no budget is given: room for this many full contexts, within DEFAULT_KV_CAP bytes,
- * but never less than one full context (a sequence of n_ctx tokens must always fit alone). */
+/* The pool when no budget is given, in host memory (the CPU backend, lavapipe): room for this many
+ * full contexts, within DEFAULT_KV_CAP bytes, but never less than one full context (a sequence of
+ * n_ctx tokens must always fit alone). */
 #define DEFAULT_CONTEXTS 4
 #define DEFAULT_KV_CAP ((int64_t)512 << 20)
+/* ... on a GPU: room for every sequence that may run at once (max_parallel) at full context, or
+ * with no such bound (a server, a batch) as much as fits, within DEVICE_KV_SHARE of the device
+ * memory left after the weights and DEVICE_RESERVE (programs' activations and scratch); never less
+ * than the host default. */
+#define DEVICE_KV_SHARE 2 /* 1/2 */
+#define DEVICE_RESERVE ((int64_t)1 << 30)
 #define DEFAULT_MAX_CTX 4096
 #define MAX_SEQS (1 << 20)
 
@@ -22,18 +29,42 @@ static int64_t page_bytes(const rlx_model_config *c, int32_t page_size, int64_t 
     return row * page_size * (int64_t)c->n_layer;
 }
 
+/* The default budget (kv_memory 0): see DEFAULT_CONTEXTS and DEVICE_KV_SHARE. *max_pages: what
+ * one layer's K or V buffer allows on the device (INT64_MAX without a device). */
+static int64_t default_budget(const rlx_engine *e, int64_t per_page, int64_t ctx_pages, int64_t *max_pages) {
+    int64_t full = ctx_pages * per_page * DEFAULT_CONTEXTS;
+    int64_t small = full < DEFAULT_KV_CAP ? full : DEFAULT_KV_CAP;
+    rlx_backend_room room;
+    *max_pages = INT64_MAX;
+    if (!e->backend->ops->memory_room) return small;
+    rlx_status st = e->backend->ops->memory_room(e->backend, &room);
+    if (st) { /* host memory: the small pool */
+        rlx_status_free(st);
+        return small;
+    }
+    const rlx_model_config *c = &e->model->config;
+    int64_t weights = 0, elem = e->kv_type == RLX_KV_TYPE_F16 ? 2 : 4;
+    for (size_t i = 0; i < e->model->n_weights; i++) weights += (int64_t)e->model->weights[i].nbytes;
+    int64_t dim = c->head_dim > c->head_dim_v ? c->head_dim : c->head_dim_v;
+    int64_t layer_page = (int64_t)e->page_size * c->n_head_kv * dim * elem;
+    *max_pages = layer_page > 0 ? room.max_buffer / layer_page : INT64_MAX;
+    int64_t share = (room.free_bytes - weights - DEVICE_RESERVE) / DEVICE_KV_SHARE;
+    int64_t want = share;
+    if (e->opts.max_parallel > 0 && (ctx_pages * e->opts.max_parallel + 1) * per_page < want)
+        want = (ctx_pages * e->opts.max_parallel + 1) * per_page;
+    return want > small ? want : small;
+}
+
 /* Pages of the pool: the budget's bytes at the resolved K/V type, so an F16 pool holds twice the
  * tokens of an F32 one in the same memory. */
 static rlx_status size_pool(rlx_engine *e) {
     const rlx_model_config *c = &e->model->config;
     int64_t per_page = page_bytes(c, e->page_size, e->kv_type == RLX_KV_TYPE_F16 ? 2 : 4);
     int64_t ctx_pages = ((int64_t)e->opts.model.n_ctx + e->page_size - 1) / e->page_size;
-    int64_t want = e->opts.kv_memory;
-    if (want == 0) {
-        int64_t full = ctx_pages * per_page * DEFAULT_CONTEXTS;
-        want = full < DEFAULT_KV_CAP ? full : DEFAULT_KV_CAP;
-    }
+    int64_t want = e->opts.kv_memory, max_pages = INT64_MAX;
+    if (want == 0) want = default_budget(e, per_page, ctx_pages, &max_pages);
     int64_t pages = want / per_page;
+    if (pages > max_pages && max_pages > ctx_pages) pages = max_pages;
     if (pages < ctx_pages + 1 && e->opts.kv_memory != 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "KV memory of %lld bytes holds %lld pages of %d tokens (%lld bytes each); one sequence of "

@@ -291,6 +291,18 @@ static void backend_destroy(rlx_backend *base) {
     free(b);
 }
 
+/* A GPU's device-local heap (what a session's weights and KV pool come from): its room now, and the
+ * most one buffer may bind. A CPU device's memory is the host's. */
+static rlx_status memory_room(rlx_backend *base, rlx_backend_room *out) {
+    rlx_vk_backend *b = (rlx_vk_backend *)base;
+    if (b->dev->caps->is_cpu)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s computes in host memory", b->dev->caps->name);
+    uint64_t room = rlx_vk_heap_room(b->dev_heap), buf = b->dev->max_binding;
+    if (b->dev->caps->max_alloc && b->dev->caps->max_alloc < buf) buf = b->dev->caps->max_alloc;
+    *out = (rlx_backend_room){room > INT64_MAX ? INT64_MAX : (int64_t)room, buf > INT64_MAX ? INT64_MAX : (int64_t)buf};
+    return NULL;
+}
+
 static const rlx_backend_ops vk_ops = {
     .session_create = session_create,
     .session_destroy = session_destroy,
@@ -300,6 +312,7 @@ static const rlx_backend_ops vk_ops = {
     .run_chain = run_chain,
     .program_destroy = program_destroy,
     .destroy = backend_destroy,
+    .memory_room = memory_room,
 };
 
 /* What a compile reads of the options: the switches and the tuning (o checked). */

@@ -312,7 +312,15 @@ rlx_vk_heap_stats rlx_vk_heap_get_stats(rlx_vk_heap *h) {
     return s;
 }
 
-rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *what) {
+/* The memory heap behind h: its limit (budget or size), the bytes in use against it, whether the
+ * limit is a budget, and the bytes available (see rlx_vk_heap_check_room). */
+typedef struct heap_room {
+    uint32_t heap;
+    uint64_t limit, in_use, avail;
+    bool budget;
+} heap_room;
+
+static heap_room room_of(rlx_vk_heap *h) {
     rlx_vk_device *d = h->dev;
     uint32_t heap = d->mem.memoryTypes[h->memory_type].heapIndex;
     rlx_vk_heap_stats st = rlx_vk_heap_get_stats(h);
@@ -332,11 +340,19 @@ rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *wh
         }
     }
     uint64_t avail = (limit > in_use ? limit - in_use : 0) + (st.block_bytes - st.used_bytes);
-    if (bytes <= avail) return NULL;
+    return (heap_room){heap, limit, in_use, avail, budget};
+}
+
+uint64_t rlx_vk_heap_room(rlx_vk_heap *h) { return room_of(h).avail; }
+
+rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *what) {
+    heap_room r = room_of(h);
+    if (bytes <= r.avail) return NULL;
     return rlx_errorf(RLX_ERR_OUT_OF_MEMORY,
                       "%s needs %" PRIu64 " bytes of device memory, but %s has %" PRIu64 " bytes available "
                       "(memory heap %u: %s %" PRIu64 " bytes, %" PRIu64 " in use)",
-                      what, bytes, d->caps->name, avail, heap, budget ? "budget" : "size", limit, in_use);
+                      what, bytes, h->dev->caps->name, r.avail, r.heap, r.budget ? "budget" : "size", r.limit,
+                      r.in_use);
 }
 
 /* ---- uploader ---- */

@@ -51,6 +51,8 @@ rlx_vk_heap_stats rlx_vk_heap_get_stats(rlx_vk_heap *h);
  * free room inside h's blocks. An estimate (other heaps of the process may share the memory heap,
  * blocks fragment): allocation can still fail, and then fails cleanly. */
 rlx_status rlx_vk_heap_check_room(rlx_vk_heap *h, uint64_t bytes, const char *what);
+/* The bytes rlx_vk_heap_check_room counts as available. */
+uint64_t rlx_vk_heap_room(rlx_vk_heap *h);
 
 /* Batches copies (and fills) into device allocations; staging memory is reused, so any amount
  * of data passes through a bounded staging range. Each flush is one submit + wait. */

@@ -43,8 +43,10 @@ static void usage(FILE *f) {
             "  --chunk N            (batch) prompt tokens one prompt computes per step, >= 1\n"
             "                       (default %d)\n"
             "  --kv-memory SIZE     (batch) bytes of KV cache for all prompts together, with K, M or G\n"
-            "                       (powers of 1024), e.g. 512M (default: 4 full contexts, at most\n"
-            "                       512M); it must hold at least one full context\n"
+            "                       (powers of 1024), e.g. 512M (default: on a GPU, --parallel full\n"
+            "                       contexts within half the free device memory, or that half\n"
+            "                       without --parallel; else 4 full contexts, at most 512M); it\n"
+            "                       must hold at least one full context\n"
             "  --deterministic      (batch) each prompt's ids do not depend on the others in its batch\n"
             "\n" RLX_CLI_SAMPLING_HELP
             "  defaults: greedy (--temp 0), every filter off, --seed 0\n"

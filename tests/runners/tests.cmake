@@ -82,6 +82,8 @@ target_compile_definitions(test_kv_pages_collide PRIVATE RLX_KV_PAGES_HASH_MASK=
 # The engine's properties on the CPU (batched == alone, chunked == one-shot, fork, prefix sharing,
 # preemption, truncate): stories260K always; fixture models with sliding windows and experts too.
 rlx_add_test(NAME test_engine SOURCES test_engine.c LABELS unit)
+# The default KV budget's rule, against a backend that reports a device of a chosen size.
+rlx_add_test(NAME test_engine_budget SOURCES test_engine_budget.c LABELS unit)
 foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf)
   get_filename_component(stem ${m} NAME_WE)
   rlx_add_test_run(NAME engine_${stem} PROGRAM test_engine LABELS parity ARGS models/${m})
