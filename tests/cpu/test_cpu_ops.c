@@ -21,6 +21,7 @@
 #include "ir/backend.h"
 #include "loader/core/dequant.h"
 #include "loader/core/half.h"
+#include "test_rng.h"
 #include "test_util.h"
 
 static rlx_backend *g_cpu; /* 3 threads: exercises the pool with a count that is not the core count */
@@ -29,14 +30,8 @@ static rlx_backend *g_cpu; /* 3 threads: exercises the pool with a count that is
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rng_next(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rng_unit(void) { return (float)((double)(rng_next() >> 40) / 16777216.0); } /* [0, 1) */
+static uint64_t rng_next(void) { return t_splitmix64(&rng_state); }
+static float rng_unit(void) { return t_unit(&rng_state); } /* [0, 1) */
 static float rng_sym(float a) { return a * (2.0f * rng_unit() - 1.0f); }                   /* [-a, a) */
 
 static float *rand_f32(size_t n, float a) {
