@@ -60,96 +60,18 @@ void vkt_check_validation(void) {
     T_CHECK(n == 0, "the Vulkan validation layer reported %llu message(s) (printed above)", (unsigned long long)n);
 }
 
-uint64_t vkt_next(vkt_rng *r) { /* xorshift64* */
-    r->s ^= r->s >> 12;
-    r->s ^= r->s << 25;
-    r->s ^= r->s >> 27;
-    return r->s * 0x2545F4914F6CDD1Dull;
-}
-
-float vkt_uniform(vkt_rng *r, float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(vkt_next(r) >> 11) / 9007199254740992.0);
-}
-
-int32_t vkt_int(vkt_rng *r, int32_t lo, int32_t hi) {
-    return lo + (int32_t)(vkt_next(r) % (uint64_t)(hi - lo + 1));
-}
-
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-
-/* Scale fields of one block (ggml-common.h): d (and m / dmin) as small positive f16. */
-static void fix_block(uint32_t type, uint8_t *blk, vkt_rng *r) {
-    uint16_t d = rlx_f32_to_f16(vkt_uniform(r, 0.002f, 0.03f));
-    uint16_t m = rlx_f32_to_f16(vkt_uniform(r, -0.05f, 0.05f));
-    switch (type) {
-    case RLX_DTYPE_Q4_0:
-    case RLX_DTYPE_Q5_0:
-    case RLX_DTYPE_Q8_0: put16(blk, d); break;
-    case RLX_DTYPE_Q4_1:
-    case RLX_DTYPE_Q5_1:
-    case RLX_DTYPE_Q4_K:
-    case RLX_DTYPE_Q5_K:
-        put16(blk, d);
-        put16(blk + 2, m);
-        break;
-    case RLX_DTYPE_Q2_K: /* { uint8 scales[16]; uint8 qs[64]; f16 d, dmin } */
-        put16(blk + 80, d);
-        put16(blk + 82, m);
-        break;
-    case RLX_DTYPE_Q3_K: put16(blk + 108, d); break; /* { hmask[32]; qs[64]; scales[12]; f16 d } */
-    case RLX_DTYPE_Q6_K: put16(blk + 208, d); break;
-    case RLX_DTYPE_Q8_K: {
-        float f = vkt_uniform(r, 0.002f, 0.03f);
-        memcpy(blk, &f, 4);
-        break;
-    }
-    default: break;
-    }
-}
-
 rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
                       uint64_t ne2) {
-    rlx_weight w = {.name = name, .type = type, .n_dims = n_dims, .ne = {ne0, ne1, ne2, 1}};
-    for (uint32_t d = n_dims; d < RLX_WEIGHT_MAX_DIMS; d++) w.ne[d] = 1;
-    uint64_t numel = w.ne[0] * w.ne[1] * w.ne[2], bytes = 0;
-    rlx_status s = rlx_dtype_bytes(type, numel, name, &bytes);
+    rlx_weight w;
+    rlx_status s = rlx_validate_weight_random(r, name, type, n_dims, ne0, ne1, ne2, &w);
     if (s) {
         fprintf(stderr, "vkt_weight: %s\n", rlx_status_message(s));
         exit(1);
     }
-    uint8_t *data = malloc(bytes ? bytes : 1);
-    if (!data) exit(1);
-    for (uint64_t i = 0; i < bytes; i++) data[i] = (uint8_t)vkt_next(r);
-    const rlx_dtype_info *info = rlx_dtype_get(type);
-    for (uint64_t e = 0; info->block_size == 1 && e < numel; e++) {
-        float v = vkt_uniform(r, -1.0f, 1.0f);
-        if (type == RLX_DTYPE_F32) memcpy(data + 4 * e, &v, 4);
-        if (type == RLX_DTYPE_F16) put16(data + 2 * e, rlx_f32_to_f16(v));
-        if (type == RLX_DTYPE_BF16) put16(data + 2 * e, rlx_f32_to_bf16(v));
-    }
-    for (uint64_t b = 0; info->block_size > 1 && b < bytes / info->type_size; b++)
-        fix_block(type, data + b * info->type_size, r);
-    w.data = data;
-    w.nbytes = bytes;
     return w;
 }
 
-void vkt_weight_free(rlx_weight *w) {
-    free((void *)w->data);
-    w->data = NULL;
-}
-
-double vkt_nmse(const float *got, const float *want, int64_t n) {
-    double err = 0.0, ref = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        if (isfinite(got[i]) != isfinite(want[i])) return INFINITY;
-        if (!isfinite(want[i])) continue;
-        double d = (double)got[i] - (double)want[i];
-        err += d * d;
-        ref += (double)want[i] * (double)want[i];
-    }
-    return ref > 0.0 ? err / ref : err;
-}
+void vkt_weight_free(rlx_weight *w) { rlx_validate_weight_free(w); }
 
 void vkt_graph_init(vkt_graph *t) {
     memset(t, 0, sizeof *t);

@@ -1,5 +1,7 @@
 /* Shared by the Vulkan tests: backend creation with the skip rule, the validation-message check,
- * a seeded RNG, random weights of every stored type, and the NMSE comparison. */
+ * a seeded RNG, random weights of every stored type, and the NMSE comparison. The generator, the
+ * weights and the comparison are the validation harness's (validate/validate_data.h,
+ * validate/validate_compare.h), so `rlx validate` and these tests hold the device to the same code. */
 #ifndef RLX_TESTS_TEST_VK_UTIL_H
 #define RLX_TESTS_TEST_VK_UTIL_H
 
@@ -8,6 +10,8 @@
 #include "ir/backend.h"
 #include "loader/core/weight.h"
 #include "runtime/vk_options.h"
+#include "validate/validate_compare.h"
+#include "validate/validate_data.h"
 
 /* The options of the test's environment (tests/vulkan/tests.cmake sets RLX_VK_DEVICE,
  * RLX_VK_VALIDATION, RLX_VK_PLANS=gpu for the _gpu_plans runs, ...), which a case then overrides
@@ -26,17 +30,13 @@ void vkt_set_options(rlx_backend *b, const rlx_vk_options *o);
  * arrived); prints whether validation was active. Call after destroying every Vulkan object. */
 void vkt_check_validation(void);
 
-typedef struct vkt_rng {
-    uint64_t s;
-} vkt_rng;
-uint64_t vkt_next(vkt_rng *r);
-float vkt_uniform(vkt_rng *r, float lo, float hi);
-int32_t vkt_int(vkt_rng *r, int32_t lo, int32_t hi); /* [lo, hi] */
+typedef rlx_validate_rng vkt_rng;
+static inline uint64_t vkt_next(vkt_rng *r) { return rlx_validate_rng_next(r); }
+static inline float vkt_uniform(vkt_rng *r, float lo, float hi) { return rlx_validate_rng_uniform(r, lo, hi); }
+static inline int32_t vkt_int(vkt_rng *r, int32_t lo, int32_t hi) { return rlx_validate_rng_int(r, lo, hi); } /* [lo, hi] */
 
-/* A weight of `type` with ne = {ne0, ne1, ne2} (n_dims 1..3) and random contents: plain types get
- * values in [-1, 1]; block types random quants with scale fields set to small finite f16 values
- * (ggml-common.h block layouts), so both backends decode the same sane numbers. The data is
- * owned by the weight: vkt_weight_free. */
+/* rlx_validate_weight_random (validate/validate_data.h); exits 1 when it fails. The data is owned
+ * by the weight: vkt_weight_free. */
 rlx_weight vkt_weight(vkt_rng *r, const char *name, uint32_t type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
                       uint64_t ne2);
 void vkt_weight_free(rlx_weight *w);
@@ -79,9 +79,7 @@ void vkt_attention_direct(vkt_graph *t, vkt_rng *r, int64_t n, int64_t h, int64_
 void vkt_attention_cached(vkt_graph *t, vkt_rng *r, int64_t rows, int64_t cap, int64_t h, int64_t hkv, int64_t dh,
                           int32_t window);
 
-/* Normalised mean squared error of got against want over n values: sum (got - want)^2 /
- * sum want^2 (plain squared error when want is all zero); +inf when either side has a NaN/inf the
- * other does not. */
-double vkt_nmse(const float *got, const float *want, int64_t n);
+/* rlx_validate_nmse: sum (got - want)^2 / sum want^2; +inf when only one side is finite. */
+static inline double vkt_nmse(const float *got, const float *want, int64_t n) { return rlx_validate_nmse(got, want, n); }
 
 #endif

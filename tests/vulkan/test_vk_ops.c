@@ -8,7 +8,10 @@
  * Check: NMSE = sum (vk - cpu)^2 / sum cpu^2 per output, as llama.cpp's test-backend-ops does, with
  * its bound for f32 computation, 1e-7. Every path here computes in f32: weights of any type are
  * decoded exactly (f16, bf16 and block scales are exact in f32) and activations are never stored
- * narrower, so no path needs a looser bound. I32 outputs (ARGMAX, ids) must match exactly.
+ * narrower, so no path needs a looser bound. I32 outputs (ARGMAX, ids) must match exactly. The
+ * measures and bounds are `rlx validate`'s (validate/validate_compare.h), which runs a smaller
+ * sweep of the same kind on any device; this program adds the white-box checks (which kernel a
+ * case dispatches, the fusions, the warming) and the error paths.
  *
  * The op list is generated from ops.def: an op without a test_<OP> function does not compile, and
  * one whose function compares nothing fails. */
@@ -24,7 +27,7 @@
 #include "test_util.h"
 #include "test_vk_util.h"
 
-#define TOL_F32 1e-7 /* test-backend-ops' default max NMSE */
+#define TOL_F32 RLX_VALIDATE_BOUND_F32 /* test-backend-ops' default max NMSE */
 
 static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYPE_BF16, RLX_DTYPE_Q8_0,
                                         RLX_DTYPE_Q4_0, RLX_DTYPE_Q4_1, RLX_DTYPE_Q5_0, RLX_DTYPE_Q5_1,
@@ -43,8 +46,8 @@ static const uint32_t weight_types[] = {RLX_DTYPE_F32,  RLX_DTYPE_F16,  RLX_DTYP
  *    relative error within u (1 + 2 S) = 5u, NMSE (5u)^2 = 2.4e-5. The rounding errors of the dh
  *    terms of a dot product and of the keys of a sum are independent, so what is seen is far below
  *    (the printed worst); 3e-5 is the bound held. */
-#define TOL_KV_F16_CACHE 1e-6
-#define TOL_KV_F16 3e-5
+#define TOL_KV_F16_CACHE RLX_VALIDATE_BOUND_KV_F16_CACHE
+#define TOL_KV_F16 RLX_VALIDATE_BOUND_KV_F16
 static uint32_t g_kv_dtype = RLX_DTYPE_F32;
 
 static rlx_backend *g_cpu, *g_vk;
@@ -96,12 +99,11 @@ static void compare_output(rlx_op op, const char *label, vkt_graph *t, int32_t o
     int64_t numel = rlx_shape_numel(&n->shape), count = numel / n->shape.dim[0] * rows;
     g_cases[op]++;
     if (n->dtype == RLX_DTYPE_I32) {
-        int64_t bad = 0;
-        for (int64_t i = 0; i < count; i++) bad += ((int32_t *)v->out[o])[i] != ((int32_t *)c->out[o])[i];
-        T_CHECK(bad == 0, "%s %s output %d: %lld of %lld ids differ", rlx_op_name(op), label, o, (long long)bad,
-                (long long)count);
+        rlx_validate_diff d = rlx_validate_diff_i32(v->out[o], c->out[o], count);
+        T_CHECK(rlx_validate_diff_within(&d, 0.0), "%s %s output %d: %lld of %lld ids differ", rlx_op_name(op), label,
+                o, (long long)d.ids_differ, (long long)count);
         printf("  %-10s %-44s out %d: %lld ids, %lld differ\n", rlx_op_name(op), label, o, (long long)count,
-               (long long)bad);
+               (long long)d.ids_differ);
         return;
     }
     if (g_kv_dtype == RLX_DTYPE_F16) {
@@ -109,14 +111,12 @@ static void compare_output(rlx_op op, const char *label, vkt_graph *t, int32_t o
         double f16 = cache ? TOL_KV_F16_CACHE : TOL_KV_F16;
         if (tol < f16) tol = f16;
     }
-    const float *vf = v->out[o], *cf = c->out[o];
-    double nmse = vkt_nmse(vf, cf, count), maxd = 0.0;
-    for (int64_t i = 0; i < count; i++)
-        if (fabs((double)vf[i] - cf[i]) > maxd) maxd = fabs((double)vf[i] - cf[i]);
-    if (g_kv_dtype == RLX_DTYPE_F32 && nmse > g_worst[op]) g_worst[op] = nmse; /* the f32 bound's summary */
-    printf("  %-10s %-44s out %d: nmse %.2e max|d| %.2e (tol %.0e)\n", rlx_op_name(op), label, o, nmse, maxd, tol);
-    T_CHECK(nmse <= tol, "%s %s output %d: nmse %.3e > %.0e (max |d| %.3e)", rlx_op_name(op), label, o, nmse, tol,
-            maxd);
+    rlx_validate_diff d = rlx_validate_diff_f32(v->out[o], c->out[o], count);
+    if (g_kv_dtype == RLX_DTYPE_F32 && d.nmse > g_worst[op]) g_worst[op] = d.nmse; /* the f32 bound's summary */
+    printf("  %-10s %-44s out %d: nmse %.2e max|d| %.2e (tol %.0e)\n", rlx_op_name(op), label, o, d.nmse, d.max_abs,
+           tol);
+    T_CHECK(rlx_validate_diff_within(&d, tol), "%s %s output %d: nmse %.3e > %.0e (max |d| %.3e)", rlx_op_name(op),
+            label, o, d.nmse, tol, d.max_abs);
 }
 
 /* Compiles t on both backends, runs the steps, compares every output after each. Outputs whose

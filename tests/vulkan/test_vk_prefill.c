@@ -41,8 +41,8 @@
 #include "test_util.h"
 #include "test_vk_util.h"
 
-#define TOL_F32 1e-7
-#define TOL_FAST 1e-6
+#define TOL_F32 RLX_VALIDATE_BOUND_F32 /* validate/validate_compare.h, as rlx validate holds them */
+#define TOL_FAST RLX_VALIDATE_BOUND_MIXED
 
 static rlx_backend *g_cpu, *g_vk;
 static rlx_vk_options g_opts; /* g_vk's: the environment's (vkt_options) */
