@@ -29,6 +29,7 @@ static void usage(FILE *f) {
             "  --ops PATTERN        comma-separated op names or globs (MATMUL,MOE_*); default: every op\n"
             "  --types LIST         weight types of the ops that take any (F16,Q4_K,...); default: all\n"
             "  --quick              one shape per op and type\n"
+            "  --no-ops             skip the op sweep (capabilities, and the model with -m)\n"
             "  -m, --model PATH     also run the model section on PATH (GGUF or HF directory)\n"
             "  -o, --output md|json the report's format on stdout (default md)\n"
             "  --vk-validation      run under the Khronos validation layer; any message fails\n"
@@ -38,13 +39,23 @@ static void usage(FILE *f) {
             "or the device cannot be used, 2 on bad arguments.\n");
 }
 
-enum { OPT_DEVICE = RLX_OPT_COMMAND, OPT_OPS, OPT_TYPES, OPT_QUICK, OPT_VALIDATION, OPT_PERTURB_OP, OPT_PERTURB_WEIGHT };
+enum {
+    OPT_DEVICE = RLX_OPT_COMMAND,
+    OPT_OPS,
+    OPT_TYPES,
+    OPT_QUICK,
+    OPT_NO_OPS,
+    OPT_VALIDATION,
+    OPT_PERTURB_OP,
+    OPT_PERTURB_WEIGHT
+};
 
 static const struct option options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"ops", required_argument, NULL, OPT_OPS},
     {"types", required_argument, NULL, OPT_TYPES},
     {"quick", no_argument, NULL, OPT_QUICK},
+    {"no-ops", no_argument, NULL, OPT_NO_OPS},
     {"model", required_argument, NULL, 'm'},
     {"output", required_argument, NULL, 'o'},
     {"vk-validation", no_argument, NULL, OPT_VALIDATION},
@@ -81,6 +92,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     case OPT_OPS: a->v.ops = p->value; return rlx_validate_ops_check(p->value);
     case OPT_TYPES: a->types = p->value; return NULL;
     case OPT_QUICK: a->v.quick = true; return NULL;
+    case OPT_NO_OPS: a->v.no_ops = true; return NULL;
     case 'm': a->v.model = p->value; return NULL;
     case 'o':
         if (strcmp(p->value, "md") && strcmp(p->value, "json"))

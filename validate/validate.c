@@ -159,8 +159,10 @@ rlx_status rlx_validate_run(const rlx_validate_opts *o, rlx_validate_report **ou
         vl_ops_section(&sw);
         rlx_backend_destroy(sw.cpu);
     }
-    rlx_backend_destroy(sw.vk); /* before the model section, which opens its own */
+    /* the sweep's backend holds the device registry, and with it the validation layer, through
+     * the model section's own backends */
     if (o->model && r->runnable) vl_model_section(r, o);
+    rlx_backend_destroy(sw.vk);
     r->validation_messages = rlx_vk_validation_message_count() - msgs0;
     summarise(r, o);
     r->seconds = now_s() - t0;

@@ -66,4 +66,11 @@ void vl_caps_section(rlx_validate_report *r, rlx_backend *vk, const rlx_validate
 void vl_ops_section(vl_sweep *sw);
 void vl_model_section(rlx_validate_report *r, const rlx_validate_opts *o);
 
+/* The test switch opts.perturb_weight (validate_perturb.c): *out (owned) is the path of a copy of
+ * the GGUF file src, in a directory of its own under /tmp, whose weight `name` has 1 added to each
+ * element of its first row. vl_perturbed_copy_remove deletes the copy and its directory and frees
+ * the path (NULL is fine). */
+rlx_status vl_perturbed_copy(const char *src, const char *name, char **out);
+void vl_perturbed_copy_remove(char *path);
+
 #endif

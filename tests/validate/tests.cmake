@@ -10,3 +10,8 @@ if(RLX_VULKAN)
   set_property(TEST cli_validate validate_mutation APPEND PROPERTY ENVIRONMENT
     "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
 endif()
+if(RLX_VULKAN)
+  # -m on a fixture model of each family, and a weight row changed on the device's side
+  rlx_add_script_test(NAME validate_models SCRIPT validate_models.sh LABELS "e2e;vulkan;parity")
+  set_property(TEST validate_models APPEND PROPERTY ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+endif()
