@@ -7,7 +7,7 @@
 #include "validate/validate.h"
 #include "validate/validate_data.h"
 
-#define VL_MAX_WEIGHTS 8
+#define VL_MAX_WEIGHTS 12
 #define VL_MAX_INPUTS 8
 #define VL_MAX_STEPS 4
 
@@ -49,6 +49,8 @@ rlx_node vl_weight(vl_case *c, uint32_t type, int32_t rank, int64_t d0, int64_t 
 void vl_output(vl_case *c, rlx_node n, const char *name);
 /* Runs c on both backends, compares, records one report case, and frees c. */
 void vl_case_finish(vl_case *c);
+/* Runs c on backends a and b (instead of the sweep's), compares into *d, and frees c. */
+rlx_status vl_case_compare(vl_case *c, rlx_backend *a, rlx_backend *b, rlx_validate_diff *d);
 
 /* Whether the sweep takes weight type t (the types filter). */
 bool vl_type_selected(const vl_sweep *sw, uint32_t t);
@@ -65,6 +67,9 @@ rlx_validate_case *vl_report_case(rlx_validate_report *r);
 void vl_caps_section(rlx_validate_report *r, rlx_backend *vk, const rlx_validate_opts *o);
 void vl_ops_section(vl_sweep *sw);
 void vl_model_section(rlx_validate_report *r, const rlx_validate_opts *o);
+/* The pipeline cache path (validate_paths.c): a layer-like graph on sw->vk against a second
+ * backend of the same device without the pipeline cache, bit for bit. */
+void vl_pipeline_cache_path(vl_sweep *sw);
 
 /* The test switch opts.perturb_weight (validate_perturb.c): *out (owned) is the path of a copy of
  * the GGUF file src, in a directory of its own under /tmp, whose weight `name` has 1 added to each

@@ -158,11 +158,12 @@ static void perturb(void *out, bool ids, int64_t count) {
     for (int64_t i = 0; i < count; i++) v[i] += 0.01f * (fabsf(v[i]) + rms + 1e-3f);
 }
 
-/* Runs every step on both sides and compares each output's valid rows after each. */
-static rlx_status run_both(vl_case *c, rlx_validate_diff *worst) {
+/* Runs every step on backends a (the device: the test switch applies) and b, and compares each
+ * output's valid rows after each. */
+static rlx_status run_both(vl_case *c, rlx_backend *a, rlx_backend *b, rlx_validate_diff *worst) {
     side v, cpu;
-    rlx_status s = side_open(&v, c->sw->vk, c);
-    if (!s) s = side_open(&cpu, c->sw->cpu, c);
+    rlx_status s = side_open(&v, a, c);
+    if (!s) s = side_open(&cpu, b, c);
     else memset(&cpu, 0, sizeof cpu);
     int64_t static_rows = rlx_graph_n_inputs(c->g) ? rlx_graph_node(c->g, rlx_graph_input_node(c->g, 0))->shape.dim[0] : 1;
     bool first = true;
@@ -207,7 +208,7 @@ void vl_case_finish(vl_case *c) {
     double t0 = now_ms();
     rlx_status s = c->err;
     c->err = NULL;
-    if (!s) s = run_both(c, &rc->diff);
+    if (!s) s = run_both(c, sw->vk, sw->cpu, &rc->diff);
     rc->ms = now_ms() - t0;
     if (s) {
         const char *m = rlx_status_message(s);
@@ -216,6 +217,15 @@ void vl_case_finish(vl_case *c) {
     }
     rc->pass = !rc->error && rc->diff.n > 0 && rlx_validate_diff_within(&rc->diff, rc->bound);
     case_free(c);
+}
+
+rlx_status vl_case_compare(vl_case *c, rlx_backend *a, rlx_backend *b, rlx_validate_diff *d) {
+    rlx_status s = c->err;
+    c->err = NULL;
+    memset(d, 0, sizeof *d);
+    if (!s) s = run_both(c, a, b, d);
+    case_free(c);
+    return s;
 }
 
 bool vl_type_selected(const vl_sweep *sw, uint32_t t) {

@@ -91,19 +91,21 @@ static void md_model(const rlx_validate_report *r, FILE *f) {
         }
         fprintf(f, "\n");
     }
-    if (r->n_paths) {
-        fprintf(f, "### Paths on the device\n\n| path | max abs dlogit | ids differing | bound | result |\n"
-                   "|---|---|---|---|---|\n");
-        for (size_t i = 0; i < r->n_paths; i++) {
-            const rlx_validate_path *p = &r->paths[i];
-            if (p->error)
-                fprintf(f, "| %s | | | | **ERROR**: %s |\n", p->name, p->error);
-            else
-                fprintf(f, "| %s | %.2e | %d | %.0e | %s |\n", p->name, p->max_delta, p->ids_differ, p->bound,
-                        p->pass ? "OK" : "**FAIL**");
-        }
-        fprintf(f, "\n");
+}
+
+static void md_paths(const rlx_validate_report *r, FILE *f) {
+    if (!r->n_paths) return;
+    fprintf(f, "## Paths on the device\n\n| path | max abs dlogit | ids differing | bound | result |\n"
+               "|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n_paths; i++) {
+        const rlx_validate_path *p = &r->paths[i];
+        if (p->error)
+            fprintf(f, "| %s | | | | **ERROR**: %s |\n", p->name, p->error);
+        else
+            fprintf(f, "| %s | %.2e | %d | %.0e | %s |\n", p->name, p->max_delta, p->ids_differ, p->bound,
+                    p->pass ? "OK" : "**FAIL**");
     }
+    fprintf(f, "\n");
 }
 
 rlx_status rlx_validate_write_md(const rlx_validate_report *r, FILE *f) {
@@ -119,6 +121,7 @@ rlx_status rlx_validate_write_md(const rlx_validate_report *r, FILE *f) {
     md_caps(r, f);
     if (r->n_cases) md_ops(r, f);
     md_model(r, f);
+    md_paths(r, f);
     int32_t n_fail = 0;
     for (size_t i = 0; i < r->n_cases; i++) n_fail += !r->cases[i].pass;
     char bad[512];
@@ -170,9 +173,21 @@ static json_t *json_ops(const rlx_validate_report *r) {
     return a;
 }
 
+static json_t *json_paths(const rlx_validate_report *r) {
+    json_t *paths = json_array();
+    for (size_t i = 0; i < r->n_paths; i++) {
+        const rlx_validate_path *p = &r->paths[i];
+        json_t *o = json_pack("{s:s, s:o, s:i, s:o, s:b}", "name", p->name, "max_delta", num(p->max_delta),
+                              "ids_differ", p->ids_differ, "bound", num(p->bound), "pass", p->pass);
+        json_object_set_new(o, "error", p->error ? json_string(p->error) : json_null());
+        json_array_append_new(paths, o);
+    }
+    return paths;
+}
+
 static json_t *json_model(const rlx_validate_report *r) {
     if (!r->model[0]) return json_null();
-    json_t *prompts = json_array(), *paths = json_array();
+    json_t *prompts = json_array();
     for (size_t i = 0; i < r->n_prompts; i++) {
         const rlx_validate_prompt *p = &r->prompts[i];
         json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:o, s:i, s:i, s:i, s:i, s:b, s:o, s:b}", "name", p->name, "ids",
@@ -183,14 +198,7 @@ static json_t *json_model(const rlx_validate_report *r) {
         json_object_set_new(o, "error", p->error ? json_string(p->error) : json_null());
         json_array_append_new(prompts, o);
     }
-    for (size_t i = 0; i < r->n_paths; i++) {
-        const rlx_validate_path *p = &r->paths[i];
-        json_t *o = json_pack("{s:s, s:o, s:i, s:o, s:b}", "name", p->name, "max_delta", num(p->max_delta),
-                              "ids_differ", p->ids_differ, "bound", num(p->bound), "pass", p->pass);
-        json_object_set_new(o, "error", p->error ? json_string(p->error) : json_null());
-        json_array_append_new(paths, o);
-    }
-    json_t *m = json_pack("{s:s, s:s, s:o, s:o}", "path", r->model, "family", r->family, "prompts", prompts, "paths", paths);
+    json_t *m = json_pack("{s:s, s:s, s:o}", "path", r->model, "family", r->family, "prompts", prompts);
     json_object_set_new(m, "error", r->model_error ? json_string(r->model_error) : json_null());
     return m;
 }
@@ -223,6 +231,7 @@ rlx_status rlx_validate_write_json(const rlx_validate_report *r, FILE *f) {
     json_object_set_new(t, "perturb_op", r->perturb_op >= 0 ? json_string(op_name(r->perturb_op)) : json_null());
     json_object_set_new(t, "perturb_weight", r->perturb_weight[0] ? json_string(r->perturb_weight) : json_null());
     json_object_set_new(root, "test_switches", t);
+    json_object_set_new(root, "paths", json_paths(r));
     int rc = root ? json_dumpf(root, f, JSON_INDENT(1)) : -1;
     json_decref(root);
     fputc('\n', f);

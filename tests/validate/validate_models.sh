@@ -17,9 +17,10 @@ for m in "${models[@]}"; do
   check
   "$RLX" validate --device llvmpipe --no-ops -m "$FIXTURES/models/$m" -o json >"$tmp/m.json" 2>"$tmp/err"
   rc=$?
-  if [ $rc -ne 0 ] || ! jq -e '.summary.passed and (.model.prompts | length) == 3 and (.model.paths | length) == 3 and
-      ([.model.prompts[], .model.paths[] | select(.pass)] | length) == 6' "$tmp/m.json" >/dev/null; then
-    fail "$m: exit $rc: $(cat "$tmp/err") $(jq -c '.model' "$tmp/m.json")"
+  # the prompts, and the paths: bucketed == exact, == naive, chained == single steps, pipeline cache
+  if [ $rc -ne 0 ] || ! jq -e '.summary.passed and (.model.prompts | length) == 3 and (.paths | length) == 4 and
+      ([.model.prompts[], .paths[] | select(.pass)] | length) == 7' "$tmp/m.json" >/dev/null; then
+    fail "$m: exit $rc: $(cat "$tmp/err") $(jq -c '.model, .paths' "$tmp/m.json")"
   else
     echo "$m ($(jq -r .model.family "$tmp/m.json")): $(jq -c '[.model.prompts[] | [.name, .max_logit_delta, .diverge_step]]' "$tmp/m.json")"
   fi
