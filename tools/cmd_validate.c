@@ -30,6 +30,7 @@ static void usage(FILE *f) {
             "  --types LIST         weight types of the ops that take any (F16,Q4_K,...); default: all\n"
             "  --quick              one shape per op and type\n"
             "  --no-ops             skip the op sweep (capabilities, and the model with -m)\n"
+            "  --no-paths           skip the paths (pipeline cache; with -m bucketed/exact/naive, chains)\n"
             "  -m, --model PATH     also run the model section on PATH (GGUF or HF directory)\n"
             "  -o, --output md|json the report's format on stdout (default md)\n"
             "  --vk-validation      run under the Khronos validation layer; any message fails\n"
@@ -45,6 +46,7 @@ enum {
     OPT_TYPES,
     OPT_QUICK,
     OPT_NO_OPS,
+    OPT_NO_PATHS,
     OPT_VALIDATION,
     OPT_PERTURB_OP,
     OPT_PERTURB_WEIGHT
@@ -56,6 +58,7 @@ static const struct option options[] = {
     {"types", required_argument, NULL, OPT_TYPES},
     {"quick", no_argument, NULL, OPT_QUICK},
     {"no-ops", no_argument, NULL, OPT_NO_OPS},
+    {"no-paths", no_argument, NULL, OPT_NO_PATHS},
     {"model", required_argument, NULL, 'm'},
     {"output", required_argument, NULL, 'o'},
     {"vk-validation", no_argument, NULL, OPT_VALIDATION},
@@ -93,6 +96,7 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     case OPT_TYPES: a->types = p->value; return NULL;
     case OPT_QUICK: a->v.quick = true; return NULL;
     case OPT_NO_OPS: a->v.no_ops = true; return NULL;
+    case OPT_NO_PATHS: a->v.no_paths = true; return NULL;
     case 'm': a->v.model = p->value; return NULL;
     case 'o':
         if (strcmp(p->value, "md") && strcmp(p->value, "json"))

@@ -159,7 +159,7 @@ rlx_status rlx_validate_run(const rlx_validate_opts *o, rlx_validate_report **ou
         vl_ops_section(&sw);
         rlx_backend_destroy(sw.cpu);
     }
-    if (sw.vk) vl_pipeline_cache_path(&sw);
+    if (sw.vk && !o->no_paths) vl_pipeline_cache_path(&sw);
     /* the sweep's backend holds the device registry, and with it the validation layer, through
      * the model section's own backends */
     if (o->model && r->runnable) vl_model_section(r, o);

@@ -29,6 +29,7 @@ typedef struct rlx_validate_opts {
     size_t n_types;
     bool quick;              /* one shape per op and type: a smoke sweep (the mutation test's) */
     bool no_ops;             /* skip the op sweep (a model or capability check alone) */
+    bool no_paths;           /* skip the paths (the pipeline cache's, and the model's) */
     const char *model;       /* a model path (GGUF or HF directory): the model and path sections */
     int cpu_threads;         /* CPU reference threads; 0: online cores */
     /* Test-only (docs/VALIDATION.md, "Testing the harness"): the harness itself must be able to

@@ -262,12 +262,15 @@ void vl_model_section(rlx_validate_report *r, const rlx_validate_opts *o) {
         m.ld = malloc((size_t)m.vocab * sizeof *m.ld);
         if (!m.lc || !m.ld) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "validate: logits of %d", m.vocab);
     }
-    if (s) {
+    bool ok = s == NULL;
+    if (!ok) {
         r->model_error = dup_status(s);
     } else {
         prompts_section(r, &m);
         rlx_runner_close(m.dev);
         m.dev = NULL;
+    }
+    if (ok && !o->no_paths) {
         /* the f32 bound holds where every path runs f32 kernels: no cooperative matrices, or exact */
         rlx_backend *vk = NULL;
         double bound = PATH_BOUND_F32;

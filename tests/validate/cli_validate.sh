@@ -34,10 +34,12 @@ check
 check
 [ "$(jq '[.cases[] | select(.op == "MATMUL") | .type] | unique | length' "$tmp/v.json")" -ge 14 ] ||
   fail "MATMUL cases cover $(jq -c '[.cases[] | select(.op == "MATMUL") | .type] | unique' "$tmp/v.json")"
+check
+jq -e '[.paths[] | select(.pass)] | length == 1' "$tmp/v.json" >/dev/null || fail "paths: $(jq -c .paths "$tmp/v.json")"
 echo "op sweep: $(jq -c '.summary' "$tmp/v.json")"
 
 # markdown: one line per case, a PASS summary line
-"$RLX" validate --device llvmpipe --quick --ops 'MOE_*,rms_norm' >"$tmp/v.md" 2>&1
+"$RLX" validate --device llvmpipe --quick --no-paths --ops 'MOE_*,rms_norm' >"$tmp/v.md" 2>&1
 rc=$?
 check
 [ $rc -eq 0 ] || fail "--quick --ops exited $rc"
