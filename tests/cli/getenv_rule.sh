@@ -8,7 +8,7 @@ src=${RLX_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src" || { echo "FAIL: no source tree at $src"; exit 1; }
 allowed='^(runtime/vk_options\.c|cpu_fallback/cpu_options\.c|loader/core/cache_dir\.c):'
 pattern='\b(secure_)?getenv[[:space:]]*\('
-all=$(grep -rnE "$pattern" --include='*.c' --include='*.h' loader text ir cpu_fallback runtime runners include)
+all=$(grep -rnE "$pattern" --include='*.c' --include='*.h' loader text ir cpu_fallback runtime runners validate include)
 # the allowed files are where the grep must find them, or the pattern itself is broken
 if ! grep -qE "$allowed" <<<"$all"; then
   echo "FAIL: no getenv found even in the options files: the check is broken"
@@ -29,7 +29,7 @@ objs=${RLX_BUILD_DIR:+$RLX_BUILD_DIR/CMakeFiles}
 if [ -n "$objs" ] && [ -d "$objs" ] && command -v nm >/dev/null; then
   bad=""
   n=0
-  layers='rlx_(core|loader|quant|text|ir|cpu|runtime|runners)\.dir'
+  layers='rlx_(core|loader|quant|text|ir|cpu|runtime|runners|validate)\.dir'
   while IFS= read -r o; do
     src=${o#*.dir/}
     src=${src%.o}

@@ -5,7 +5,7 @@
 # root, or a header beside the file. Fails listing each one.
 src=${RLX_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src" || { echo "FAIL: no source tree at $src"; exit 1; }
-dirs="loader text ir cpu_fallback runtime runners include shaders"
+dirs="loader text ir cpu_fallback runtime runners validate include shaders"
 n=$(grep -rhoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' --include='*.c' --include='*.h' $dirs | wc -l)
 if [ "$n" -lt 100 ]; then
   echo "FAIL: only $n quoted includes found: the check is broken"
