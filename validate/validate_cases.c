@@ -274,7 +274,7 @@ static void elementwise_cases(vl_sweep *sw, float a) {
         char dims[48] = "";
         if (cs[k].rank == 2) snprintf(dims, sizeof dims, ",%lld", (long long)cs[k].d1);
         if (cs[k].rank == 3) snprintf(dims, sizeof dims, ",%lld,%lld", (long long)cs[k].d1, (long long)cs[k].d2);
-        snprintf(c.shape, sizeof c.shape, "[%lld%s] |x|<=%g n_tok %d", (long long)cs[k].d0, dims, (double)ak,
+        snprintf(c.shape, sizeof c.shape, "[%lld%s] x in ±%g n_tok %d", (long long)cs[k].d0, dims, (double)ak,
                  cs[k].n_tokens);
         vl_case_finish(&c);
     }

@@ -13,6 +13,18 @@
 static const char *type_name(int32_t t) { return t < 0 ? "-" : rlx_dtype_name((uint32_t)t); }
 static const char *op_name(int32_t op) { return rlx_op_name((rlx_op)op); }
 
+/* text as one markdown table cell: '|' escaped, line breaks as spaces (error messages may hold
+ * several lines). */
+static const char *cell(const char *text, char *buf, size_t size) {
+    size_t o = 0;
+    for (const char *p = text; *p && o + 2 < size; p++) {
+        if (*p == '|') buf[o++] = '\\';
+        buf[o++] = *p == '\n' || *p == '\r' ? ' ' : *p;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 /* The ops that failed, comma-separated, into buf. */
 static void failed_ops(const rlx_validate_report *r, char *buf, size_t size) {
     buf[0] = 0;
@@ -39,9 +51,10 @@ static void md_caps(const rlx_validate_report *r, FILE *f) {
 }
 
 static void md_case(const rlx_validate_case *c, FILE *f) {
-    fprintf(f, "| %s | %s | %s | %s | ", op_name(c->op), type_name(c->wtype), c->shape, c->mode);
+    char buf[1024];
+    fprintf(f, "| %s | %s | %s | %s | ", op_name(c->op), type_name(c->wtype), cell(c->shape, buf, sizeof buf), c->mode);
     if (c->error) {
-        fprintf(f, " | | %.0e | **ERROR**: %s |\n", c->bound, c->error);
+        fprintf(f, " | | %.0e | **ERROR**: %s |\n", c->bound, cell(c->error, buf, sizeof buf));
     } else if (c->diff.ids && c->diff.ids_differ) {
         fprintf(f, "%.2e | %.2e | %.0e, ids exact | **FAIL** (%lld ids differ) |\n", c->diff.nmse, c->diff.max_abs,
                 c->bound, (long long)c->diff.ids_differ);
@@ -79,7 +92,8 @@ static void md_model(const rlx_validate_report *r, FILE *f) {
         for (size_t i = 0; i < r->n_prompts; i++) {
             const rlx_validate_prompt *p = &r->prompts[i];
             if (p->error) {
-                fprintf(f, "| %s | %d | | | | | | **ERROR**: %s |\n", p->name, p->n_ids, p->error);
+                char buf[1024];
+                fprintf(f, "| %s | %d | | | | | | **ERROR**: %s |\n", p->name, p->n_ids, cell(p->error, buf, sizeof buf));
                 continue;
             }
             char div[96] = "none";
@@ -99,8 +113,9 @@ static void md_paths(const rlx_validate_report *r, FILE *f) {
                "|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_paths; i++) {
         const rlx_validate_path *p = &r->paths[i];
+        char buf[1024];
         if (p->error)
-            fprintf(f, "| %s | | | | **ERROR**: %s |\n", p->name, p->error);
+            fprintf(f, "| %s | | | | **ERROR**: %s |\n", p->name, cell(p->error, buf, sizeof buf));
         else
             fprintf(f, "| %s | %.2e | %d | %.0e | %s |\n", p->name, p->max_delta, p->ids_differ, p->bound,
                     p->pass ? "OK" : "**FAIL**");
