@@ -95,11 +95,11 @@ typedef struct rlx_validate_prompt {
     int32_t n_ids;
     double max_logit_delta;  /* max |Δlogit| over the prompt's last position */
     double nmse;
-    double bound;            /* on NMSE of the logits */
+    double bound;            /* on max |Δlogit| (the fixtures README's f16 / mixed bound) */
     int32_t n_steps;         /* greedy steps compared */
     int32_t diverge_step;    /* the first step whose ids differ, -1 when none */
     int32_t cpu_id, dev_id;  /* the ids at that step */
-    bool near_tie;           /* the CPU's top two logits there are within the tie margin */
+    bool near_tie;           /* the CPU's top two logits there are closer than twice the bound */
     double tie_gap;          /* the CPU's top-1 minus top-2 logit at that step */
     bool pass;
     char *error;             /* owned */
@@ -108,7 +108,7 @@ typedef struct rlx_validate_prompt {
 /* One path equality on the device. */
 typedef struct rlx_validate_path {
     char name[64];           /* "bucketed == exact", ... */
-    double max_delta;        /* max |Δlogit| between the two */
+    double max_delta;        /* max |Δ| between the two (of the logits' scale for the cached paths) */
     int32_t ids_differ;      /* generated ids that differ */
     double bound;
     bool pass;
