@@ -29,21 +29,21 @@ done
 # one row of blk.0.ffn_down changed on the device's side only
 m=qwen3/qwen3-F32.gguf
 check
-RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops -m "$FIXTURES/models/$m" \
+RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops --no-paths -m "$FIXTURES/models/$m" \
   --test-perturb-weight blk.0.ffn_down.weight -o json >"$tmp/p.json" 2>"$tmp/err"
 rc=$?
 jq -e '.test_switches.perturb_weight == "blk.0.ffn_down.weight" and (.summary.passed | not) and
     ([.model.prompts[] | select((.pass | not) and .diverge_step >= 0 and .cpu_id != .device_id)] | length) >= 1' \
   "$tmp/p.json" >/dev/null && [ $rc -eq 1 ] || fail "perturbed weight row: exit $rc, $(jq -c '.model.prompts' "$tmp/p.json")"
 check
-RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops -m "$FIXTURES/models/$m" \
+RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops --no-paths -m "$FIXTURES/models/$m" \
   --test-perturb-weight blk.0.ffn_down.weight >"$tmp/p.md" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] && grep -qE '^\| [a-z ]+ \| [0-9]+ \| .* \| step [0-9]+: CPU [0-9]+, device [0-9]+.*\*\*FAIL\*\*' "$tmp/p.md" &&
   grep -q '^summary: FAIL' "$tmp/p.md" || fail "perturbed weight row, markdown: exit $rc, no prompt line naming its step"
 echo "perturbed: $(jq -c '[.model.prompts[] | [.name, .max_logit_delta, .diverge_step, .cpu_id, .device_id]]' "$tmp/p.json")"
 check
-RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops -m "$FIXTURES/models/$m" \
+RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops --no-paths -m "$FIXTURES/models/$m" \
   --test-perturb-weight no.such.weight -o json >"$tmp/u.json" 2>/dev/null
 rc=$?
 [ $rc -eq 1 ] && jq -e '.model.error | test("no weight .no.such.weight.")' "$tmp/u.json" >/dev/null ||
