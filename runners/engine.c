@@ -279,7 +279,7 @@ rlx_status rlx_engine_seq_create(rlx_engine *e, const rlx_seq_opts *opts, int32_
         e->n_seqs = n;
     }
     eng_seq *s = &e->seqs[slot];
-    *s = (eng_seq){.used = true, .state = RLX_SEQ_IDLE};
+    *s = (eng_seq){.used = true, .state = RLX_SEQ_IDLE, .n_cached = -1};
     rlx_status st = apply_opts(e, s, &o);
     if (st) {
         seq_clear(e, s);
@@ -467,6 +467,11 @@ rlx_status rlx_engine_seq_status(const rlx_engine *e, int32_t id) {
 
 int32_t rlx_engine_vocab_size(const rlx_engine *e) { return e->n_vocab; }
 int32_t rlx_engine_n_ctx(const rlx_engine *e) { return e->opts.model.n_ctx; }
+int32_t rlx_engine_seq_n_cached(const rlx_engine *e, int32_t id) {
+    const eng_seq *s = rlx_engine_seq_get(e, id);
+    return s && s->n_cached > 0 ? s->n_cached : 0;
+}
+
 int32_t rlx_engine_eos_id(const rlx_engine *e) { return e->model->config.eos_id >= 0 ? e->model->config.eos_id : -1; }
 const char *rlx_engine_family(const rlx_engine *e) { return e->family->name; }
 const char *rlx_engine_backend_name(const rlx_engine *e) { return e->backend->name; }

@@ -38,6 +38,7 @@ typedef struct eng_seq {
     int32_t *tokens;        /* owned: appended and generated ids */
     int32_t n_tokens, cap;
     int32_t n_gen;          /* generated since the last append */
+    int32_t n_cached;       /* tokens its first admission found in cached pages (-1: not admitted yet) */
     rlx_kv_table table;     /* table.n_tokens: positions whose K/V are computed */
     bool resident;          /* admitted: may hold pages */
     int64_t admitted;       /* admission order: the latest is preempted first */

@@ -22,7 +22,8 @@ static int32_t ctx_pages(const rlx_engine *e) {
 
 static bool plain_greedy(const eng_seq *s) {
     const rlx_sample_opts *o = &s->opts.sample;
-    return o->temperature <= 0.0f && (o->repeat_penalty == 0.0f || o->repeat_penalty == 1.0f);
+    return o->temperature <= 0.0f && (o->repeat_penalty == 0.0f || o->repeat_penalty == 1.0f) &&
+           o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f;
 }
 
 static int32_t pending(const eng_seq *s) {
@@ -62,8 +63,10 @@ static void admit(rlx_engine *e) {
     int32_t running = n_running(e), promised = 0;
     for (eng_seq *s; (s = next_waiting(e));) {
         if (e->opts.max_parallel && running >= e->opts.max_parallel) return;
-        if (s->table.n_tokens == 0 && s->table.n_pages == 0 && !e->opts.no_prefix_cache)
-            rlx_kv_pages_match_prefix(e->pages, &s->table, s->tokens, s->n_tokens, s->n_tokens - 1);
+        if (s->table.n_tokens == 0 && s->table.n_pages == 0 && !e->opts.no_prefix_cache) {
+            int32_t hit = rlx_kv_pages_match_prefix(e->pages, &s->table, s->tokens, s->n_tokens, s->n_tokens - 1);
+            if (s->n_cached < 0) s->n_cached = hit;
+        }
         int32_t want = pages_wanted(e, s);
         if (running > 0 && promised + want + running > rlx_kv_pages_available(e->pages)) {
             rlx_kv_pages_release(e->pages, &s->table);

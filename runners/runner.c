@@ -176,7 +176,8 @@ typedef struct gen_call {
 
 /* Greedy with no penalty is a bare argmax, which the decode graph can take on the device. */
 static bool plain_greedy(const rlx_sample_opts *so) {
-    return so->temperature <= 0.0f && (so->repeat_penalty == 0.0f || so->repeat_penalty == 1.0f);
+    return so->temperature <= 0.0f && (so->repeat_penalty == 0.0f || so->repeat_penalty == 1.0f) &&
+           so->presence_penalty == 0.0f && so->frequency_penalty == 0.0f;
 }
 
 /* The next chain's length: doubling from 1 up to decode_ahead, so that a short generation or an early

@@ -4,7 +4,8 @@
  * penalties -> top-k -> top-p -> min-p -> temperature -> dist), restricted to the ones rlx offers:
  *   1. repetition penalty over the last repeat_last_n ids of the history, once per distinct id
  *      (llama.cpp's penalties sampler: a logit <= 0 is multiplied by the penalty, a positive one
- *      divided, so either way the token becomes less likely);
+ *      divided, so either way the token becomes less likely), then OpenAI's frequency and presence
+ *      penalties over the same window (a token seen c times loses c * frequency + presence);
  *   2. top-k: keep the k largest logits;
  *   3. top-p: softmax of the survivors (at temperature 1, as in llama.cpp), keep the smallest
  *      prefix, in descending order, whose probability sum reaches p;
@@ -36,7 +37,7 @@ struct rlx_sampler {
     uint64_t rng[4];        /* xoshiro256** state */
     candidate *cand;        /* owned, n_vocab: the working set of one sample call */
     double *prob;           /* owned, n_vocab: softmax weights of the candidates */
-    uint8_t *seen;          /* owned, n_vocab: ids already penalised in this call, cleared after */
+    int32_t *count;         /* owned, n_vocab: occurrences in this call's window, cleared after */
 };
 
 /* splitmix64 expands the one 64-bit seed into xoshiro's 256-bit state (Vigna's recommendation,
@@ -83,6 +84,11 @@ static rlx_status validate(const rlx_sample_opts *o, int32_t n_vocab) {
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "sampler: repeat_penalty %g is not a finite number >= 0 (0 or 1 = off)",
                           (double)o->repeat_penalty);
+    if (isnan(o->presence_penalty) || isinf(o->presence_penalty) || isnan(o->frequency_penalty) ||
+        isinf(o->frequency_penalty))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                          "sampler: presence_penalty %g / frequency_penalty %g: expected finite numbers (0 = off)",
+                          (double)o->presence_penalty, (double)o->frequency_penalty);
     if (o->repeat_last_n < 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
                           "sampler: repeat_last_n %d is negative, expected >= 0 (0 = %d)", o->repeat_last_n,
@@ -97,8 +103,8 @@ rlx_status rlx_sampler_create(const rlx_sample_opts *opts, int32_t n_vocab, rlx_
     if (!s) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "sampler: cannot allocate its state");
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->prob = malloc((size_t)n_vocab * sizeof *s->prob);
-    s->seen = calloc((size_t)n_vocab, 1);
-    if (!s->cand || !s->prob || !s->seen) {
+    s->count = calloc((size_t)n_vocab, sizeof *s->count);
+    if (!s->cand || !s->prob || !s->count) {
         rlx_sampler_destroy(s);
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "sampler: cannot allocate %d candidates", n_vocab);
     }
@@ -114,23 +120,28 @@ void rlx_sampler_destroy(rlx_sampler *s) {
     if (!s) return;
     free(s->cand);
     free(s->prob);
-    free(s->seen);
+    free(s->count);
     free(s);
 }
 
-static void apply_repeat_penalty(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
-    float penalty = s->opts.repeat_penalty;
-    if (penalty == 0.0f || penalty == 1.0f || !history || n_history <= 0) return;
+/* The repeat, frequency and presence penalties, once per distinct id of the window (llama.cpp's
+ * penalties sampler). */
+static void apply_penalties(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
+    float penalty = s->opts.repeat_penalty, freq = s->opts.frequency_penalty, pres = s->opts.presence_penalty;
+    bool repeat = penalty != 0.0f && penalty != 1.0f;
+    if ((!repeat && freq == 0.0f && pres == 0.0f) || !history || n_history <= 0) return;
     int32_t window = s->opts.repeat_last_n ? s->opts.repeat_last_n : DEFAULT_REPEAT_LAST_N;
     int32_t first = n_history > window ? n_history - window : 0;
+    for (int32_t i = first; i < n_history; i++)
+        if (history[i] >= 0 && history[i] < s->n_vocab) s->count[history[i]]++; /* the runner validated the ids */
     for (int32_t i = first; i < n_history; i++) {
         int32_t id = history[i];
-        if (id < 0 || id >= s->n_vocab || s->seen[id]) continue; /* the runner validated the ids */
-        s->seen[id] = 1;
-        logits[id] = logits[id] <= 0.0f ? logits[id] * penalty : logits[id] / penalty;
+        if (id < 0 || id >= s->n_vocab || s->count[id] == 0) continue;
+        int32_t c = s->count[id];
+        s->count[id] = 0; /* once per id; also leaves the array cleared for the next call */
+        if (repeat) logits[id] = logits[id] <= 0.0f ? logits[id] * penalty : logits[id] / penalty;
+        logits[id] -= (float)c * freq + pres;
     }
-    for (int32_t i = first; i < n_history; i++)
-        if (history[i] >= 0 && history[i] < s->n_vocab) s->seen[history[i]] = 0;
 }
 
 static int32_t argmax(const float *logits, int32_t n) {
@@ -223,7 +234,7 @@ static int32_t first_overflow(const float *logits, int32_t n) {
 }
 
 static int32_t sample_finite(rlx_sampler *s, float *logits, const int32_t *history, int32_t n_history) {
-    apply_repeat_penalty(s, logits, history, n_history);
+    apply_penalties(s, logits, history, n_history);
     if (s->opts.temperature <= 0.0f) return argmax(logits, s->n_vocab);
 
     candidate *c = s->cand;

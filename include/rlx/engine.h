@@ -108,6 +108,9 @@ const char *rlx_engine_seq_error(const rlx_engine *e, int32_t id); /* NULL unles
 /* The sequence's tokens (appended and generated), *n of them; borrowed until the next call. */
 const int32_t *rlx_engine_seq_tokens(const rlx_engine *e, int32_t id, int32_t *n);
 int32_t rlx_engine_seq_n_generated(const rlx_engine *e, int32_t id);
+/* Tokens of its prompt that its first admission found in cached pages (the prefix cache; the rest
+ * was computed): an OpenAI server's usage.prompt_tokens_details.cached_tokens. 0 before then. */
+int32_t rlx_engine_seq_n_cached(const rlx_engine *e, int32_t id);
 /* keep_logits: the last computed row's logits (vocab floats); all_logits: the rows appended last,
  * *n_rows of them. NULL when there are none. Borrowed until the next call. */
 const float *rlx_engine_seq_logits(const rlx_engine *e, int32_t id, int32_t *n_rows);

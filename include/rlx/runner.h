@@ -57,7 +57,11 @@ typedef struct rlx_sample_opts {
     float top_p;            /* 1 (or 0): off */
     float min_p;            /* 0: off */
     float repeat_penalty;   /* 1 (or 0): off; llama.cpp semantics (divide positive, multiply negative logits) */
-    int32_t repeat_last_n;  /* window of previous tokens the penalty looks at; 0: 64 */
+    int32_t repeat_last_n;  /* window of previous tokens the penalties look at; 0: 64 */
+    /* OpenAI's penalties, as llama.cpp applies them after the repeat penalty: a token seen c > 0
+     * times in the window loses c * frequency_penalty + presence_penalty from its logit. 0: off. */
+    float presence_penalty;
+    float frequency_penalty;
     uint64_t seed;          /* same seed => same ids */
     bool ignore_eos;        /* keep going past the model's end-of-sequence token */
 } rlx_sample_opts;

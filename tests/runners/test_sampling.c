@@ -368,6 +368,41 @@ static void test_non_finite(void) {
     printf("  NaN / +inf / all -inf logits refused at temperature 0 and 0.8; -inf beside finite never drawn\n");
 }
 
+/* OpenAI's rule as llama.cpp applies it after the repeat penalty: logit -= c * frequency + presence
+ * for an id seen c > 0 times in the window. By hand: history {0 1 1 1}, frequency 0.5, presence 1:
+ * id 0 (c=1) 2 - 1.5 = 0.5; id 1 (c=3) 1 - 2.5 = -1.5; id 2 (unseen) stays 1.8. */
+static void test_frequency_presence(void) {
+    rlx_sample_opts o = rlx_sample_opts_greedy();
+    o.frequency_penalty = 0.5f;
+    o.presence_penalty = 1.0f;
+    rlx_sampler *s = make(&o, 3);
+    if (!s) return;
+    float l[3] = {2.0f, 1.0f, 1.8f};
+    const float want[3] = {0.5f, -1.5f, 1.8f};
+    int32_t id = sample(s, l, (const int32_t[]){0, 1, 1, 1}, 4);
+    double worst = 0;
+    for (int i = 0; i < 3; i++) worst = fmax(worst, fabs(l[i] - want[i]));
+    T_CHECK(worst == 0, "frequency 0.5 presence 1 over {0,1,1,1}: worst |logit - expected| = %g", worst);
+    T_CHECK(id == 2, "greedy after frequency/presence picked %d, expected 2", id);
+    /* a second call counts afresh: the counts were cleared */
+    float l2[3] = {2.0f, 1.0f, 1.8f};
+    sample(s, l2, (const int32_t[]){2}, 1);
+    T_CHECK(l2[0] == 2.0f && l2[1] == 1.0f && fabsf(l2[2] - 0.3f) < 1e-6f, "second call: logits [%g %g %g], expected [2 1 0.3]",
+            l2[0], l2[1], l2[2]);
+    rlx_sampler_destroy(s);
+    /* both with the repeat penalty: divide first (2 / 2 = 1), then subtract (1 - 0.5 - 1 = -0.5) */
+    o.repeat_penalty = 2.0f;
+    s = make(&o, 2);
+    if (!s) return;
+    float l3[2] = {2.0f, 0.0f};
+    sample(s, l3, (const int32_t[]){0}, 1);
+    T_CHECK(l3[0] == -0.5f, "repeat 2 then frequency/presence on logit 2: %g, expected -0.5", l3[0]);
+    rlx_sampler_destroy(s);
+    o.presence_penalty = NAN;
+    T_ERR(rlx_sampler_create(&o, 3, &s), RLX_ERR_INVALID_ARGUMENT, "presence_penalty");
+    printf("frequency 0.5 / presence 1 on [2 1 1.8] with history {0 1 1 1}: worst |delta| = %g\n", worst);
+}
+
 int main(void) {
     test_invalid_opts();
     test_greedy_ties();
@@ -376,6 +411,7 @@ int main(void) {
     test_filters();
     test_filter_order();
     test_repeat_penalty();
+    test_frequency_presence();
     test_seeds();
     test_top_k_large_vocab(5);
     test_top_k_large_vocab(100);
