@@ -14,5 +14,6 @@ int rlx_cmd_quantize(int argc, char **argv);
 int rlx_cmd_synth(int argc, char **argv);
 int rlx_cmd_bench(int argc, char **argv);
 int rlx_cmd_validate(int argc, char **argv);
+int rlx_cmd_serve(int argc, char **argv);
 
 #endif

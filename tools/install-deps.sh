@@ -7,6 +7,8 @@ PKGS=(
   libpcre2-dev libutf8proc-dev                 # tokenizers: pre-tokenizer regexes, Unicode normalization
   clang libclang-rt-14-dev                     # libFuzzer targets (RLX_FUZZ=ON)
   jq                                           # shell tests check `rlx inspect --json`
+  libmicrohttpd-dev                            # rlx serve: HTTP
+  nodejs npm                                   # rlx serve's tests: the official openai client (tests/server)
   libvulkan-dev libvulkan-volk-dev             # Vulkan backend: headers + volk (the loader is found at run time)
   glslc glslang-tools spirv-tools              # shaders: GLSL -> SPIR-V, spirv-val
   vulkan-validationlayers mesa-vulkan-drivers  # tests: Khronos validation layer, lavapipe (CPU Vulkan device)

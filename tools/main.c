@@ -21,6 +21,7 @@ static const command commands[] = {
     {"devices", rlx_cmd_devices, "list Vulkan devices with their index and capabilities"},
     {"quantize", rlx_cmd_quantize, "quantize an F32/F16/BF16 GGUF (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ...)"},
     {"synth", rlx_cmd_synth, "write a random-weight GGUF shaped like a real model (qwen3-0.6b, qwen3-8b, ...)"},
+    {"serve", rlx_cmd_serve, "an OpenAI-compatible HTTP server (chat, completions, streaming, metrics)"},
     {"bench", rlx_cmd_bench, "measure prefill and decode speed (pp512 / tg128, as llama-bench) and the bandwidth floor"},
     {"validate", rlx_cmd_validate, "check a Vulkan device against the CPU reference (every op, a model, the paths)"},
 };
