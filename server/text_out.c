@@ -84,8 +84,8 @@ rlx_status rlx_srv_utf8_push(rlx_srv_utf8 *u, const char *bytes, size_t n, rlx_s
                 }
                 continue;
             }
-            /* a broken sequence: each of its bytes is one U+FFFD, and c starts afresh */
-            for (int k = 0; k < u->n_held; k++) RLX_TRY(rlx_srv_buf_append(out, REPLACEMENT, 3));
+            /* a broken sequence (a maximal subpart) is one U+FFFD, and c starts afresh */
+            RLX_TRY(rlx_srv_buf_append(out, REPLACEMENT, 3));
             u->n_held = 0;
         }
         int len = seq_len(c);
@@ -105,7 +105,7 @@ rlx_status rlx_srv_utf8_push(rlx_srv_utf8 *u, const char *bytes, size_t n, rlx_s
 }
 
 rlx_status rlx_srv_utf8_finish(rlx_srv_utf8 *u, rlx_srv_buf *out) {
-    for (int k = 0; k < u->n_held; k++) RLX_TRY(rlx_srv_buf_append(out, REPLACEMENT, 3));
+    if (u->n_held) RLX_TRY(rlx_srv_buf_append(out, REPLACEMENT, 3));
     u->n_held = 0;
     return NULL;
 }

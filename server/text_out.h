@@ -4,8 +4,9 @@
  * start of a stop string is held back until it is known not to be, and a stop string, once seen,
  * ends the text before it (neither it nor anything after it is emitted). The result is then made
  * valid UTF-8, as JSON requires: a character split across tokens is held back until it is
- * complete, and every byte that cannot start or continue a well-formed sequence becomes U+FFFD
- * (as the tokenizers treat bad input). What comes out is therefore cut only at character
+ * complete, and each maximal ill-formed subpart becomes one U+FFFD (Unicode's recommended
+ * practice, chapter 3.9, which the WHATWG decoder of browsers and Node follows, so a client that
+ * decodes the raw bytes itself reads the same text). What comes out is therefore cut only at character
  * boundaries, and the concatenation of every piece equals the text the same bytes give in one
  * piece: streamed deltas add up to exactly the non-streamed content. */
 #ifndef RLX_SERVER_TEXT_OUT_H
@@ -35,7 +36,7 @@ typedef struct rlx_srv_utf8 {
 
 /* Appends to out the valid UTF-8 of held + bytes, keeping back an incomplete sequence at the end. */
 rlx_status rlx_srv_utf8_push(rlx_srv_utf8 *u, const char *bytes, size_t n, rlx_srv_buf *out);
-/* The end of the text: whatever is held back becomes U+FFFD, one per byte. */
+/* The end of the text: an incomplete sequence held back becomes one U+FFFD. */
 rlx_status rlx_srv_utf8_finish(rlx_srv_utf8 *u, rlx_srv_buf *out);
 /* Whether s[0, n) is well-formed UTF-8 (no overlong forms, surrogates, or code points past U+10FFFF). */
 bool rlx_srv_utf8_valid(const char *s, size_t n);

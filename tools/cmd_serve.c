@@ -43,6 +43,8 @@ static void usage(FILE *f) {
             "  --alias NAME         the model id /v1/models reports (default: the file's name)\n"
             "  --http-timeout S     seconds a connection may stay idle, partial headers included\n"
             "                       (default 30)\n"
+            "  --deterministic      a request's tokens do not depend on the others computed with it\n"
+            "                       (bit for bit; slower): same seed, same answer, under any load\n"
             "  --backend NAME       cpu or vulkan (default: a Vulkan GPU when the build and the machine\n"
             "                       have one, else cpu)\n"
             "  --device NAME        the Vulkan device, by index or name substring\n"
@@ -61,7 +63,7 @@ typedef struct {
 
 enum {
     OPT_HOST = RLX_OPT_COMMAND, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_KV_MEMORY, OPT_API_KEY, OPT_CHAT_TEMPLATE,
-    OPT_ALIAS, OPT_HTTP_TIMEOUT,
+    OPT_ALIAS, OPT_HTTP_TIMEOUT, OPT_DETERMINISTIC,
 };
 
 static const struct option options[] = {
@@ -75,6 +77,7 @@ static const struct option options[] = {
     {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
     {"alias", required_argument, NULL, OPT_ALIAS},
     {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
+    {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -114,6 +117,9 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     case OPT_HTTP_TIMEOUT:
         RLX_TRY(rlx_cli_parse_i32(p->name, p->value, 1, 86400, &v));
         a->so.http_timeout = v;
+        return NULL;
+    case OPT_DETERMINISTIC:
+        a->so.engine.deterministic = true;
         return NULL;
     case 'h':
         a->help = true;

@@ -47,8 +47,8 @@ static char *utf8_pieces(const char *b, size_t n, const size_t *cuts, int n_cuts
     return all.data;
 }
 
-/* Hand-checked vectors (RFC 3629 section 4; one U+FFFD per byte that cannot be part of a
- * well-formed sequence, as text_out.h says). */
+/* Hand-checked vectors (RFC 3629 section 4; one U+FFFD per maximal ill-formed subpart, Unicode
+ * 15 chapter 3.9, table 3-8's practice, as text_out.h says). */
 static void test_utf8_vectors(void) {
     static const struct {
         const char *in, *want;
@@ -59,8 +59,11 @@ static void test_utf8_vectors(void) {
         {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* overlong '/': C0 never leads */
         {"\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* a surrogate: ED A0 breaks, A0 80 stray */
         {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* past U+10FFFF */
-        {"\xE2\x82", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* truncated at the end */
-        {"\xE2\x82z", "\xEF\xBF\xBD\xEF\xBF\xBDz"},           /* truncated before ASCII */
+        {"\xE2\x82", "\xEF\xBF\xBD"},                         /* truncated at the end: one subpart */
+        {"\xE2\x82z", "\xEF\xBF\xBDz"},                       /* truncated before ASCII */
+        /* Unicode 15, table 3-11: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 -> a FFFD FFFD FFFD b FFFD c FFFD FFFD d */
+        {"\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64",
+         "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD" "d"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t len;

@@ -3,3 +3,7 @@ rlx_add_test(NAME test_server_text SOURCES test_server_text.c LABELS unit)
 target_link_libraries(test_server_text PRIVATE rlx_server)
 rlx_add_test(NAME test_server_request SOURCES test_server_request.c LABELS unit)
 target_link_libraries(test_server_request PRIVATE rlx_server)
+# The official openai npm client against rlx serve (npm ci of js/package-lock.json into the build
+# tree; without node or the registry: SKIP, or FAIL under CI=true)
+rlx_add_script_test(NAME server_openai SCRIPT server_openai.sh LABELS e2e)
+set_property(TEST server_openai APPEND PROPERTY RESOURCE_LOCK server_js)
