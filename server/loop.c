@@ -103,6 +103,7 @@ static void finish(rlx_srv_loop *l, rlx_srv_job *j, rlx_srv_finish f, const char
         size_t len;
         rlx_detokenizer_finish(j->detok, &rest, &len);
         rlx_status s = emit(j, rest, len, true);
+        if (!s && j->stop.matched) f = RLX_SRV_FINISH_STOP; /* a stop string confirmed only at the end */
         if (s) {
             f = RLX_SRV_FINISH_ERROR;
             error = rlx_status_message(s);

@@ -133,35 +133,47 @@ static bool starts_a_stop(const rlx_srv_stop *s, const char *p, size_t n) {
     return false;
 }
 
+/* The earliest position in p[0, n) where a whole stop string starts, or n. */
+static size_t first_match(const rlx_srv_stop *s, const char *p, size_t n) {
+    size_t first = n;
+    for (int k = 0; k < s->n_stops; k++) {
+        size_t sl = strlen(s->stops[k]);
+        for (size_t at = 0; at + sl <= n && at < first; at++)
+            if (!memcmp(p + at, s->stops[k], sl)) {
+                first = at;
+                break;
+            }
+    }
+    return first;
+}
+
+/* The earliest position from which p[at, n) may still grow into a stop string, or n. */
+static size_t first_partial(const rlx_srv_stop *s, const char *p, size_t n) {
+    for (size_t at = 0; at < n; at++)
+        if (starts_a_stop(s, p + at, n - at)) return at;
+    return n;
+}
+
+/* Ends the text before p[first] (a stop string starts there). */
+static rlx_status cut(rlx_srv_stop *s, size_t first, rlx_srv_buf *out) {
+    s->matched = true;
+    RLX_TRY(rlx_srv_buf_append(out, s->pending.data, first));
+    s->pending.len = 0;
+    return NULL;
+}
+
+/* The text ends at the stop string that starts first (as strstr would find it in the whole text):
+ * a match is final only once no stop string that would start before it can still complete. */
 rlx_status rlx_srv_stop_push(rlx_srv_stop *s, const char *bytes, size_t n, rlx_srv_buf *out) {
     if (s->matched) return NULL;
     if (s->n_stops == 0) return rlx_srv_buf_append(out, bytes, n);
     RLX_TRY(rlx_srv_buf_append(&s->pending, bytes, n));
     const char *p = s->pending.data;
     size_t len = s->pending.len;
-    /* the earliest stop string in the pending text ends it */
-    size_t first = len;
-    for (int k = 0; k < s->n_stops; k++) {
-        size_t sl = strlen(s->stops[k]);
-        for (size_t at = 0; at + sl <= len && at < first; at++)
-            if (!memcmp(p + at, s->stops[k], sl)) {
-                first = at;
-                break;
-            }
-    }
-    if (first < len) {
-        s->matched = true;
-        RLX_TRY(rlx_srv_buf_append(out, p, first));
-        s->pending.len = 0;
-        return NULL;
-    }
-    /* hold back the longest tail that may still become a stop string */
-    size_t keep_from = len;
-    for (size_t at = 0; at < len; at++)
-        if (starts_a_stop(s, p + at, len - at)) {
-            keep_from = at;
-            break;
-        }
+    size_t first = first_match(s, p, len), partial = first_partial(s, p, len);
+    if (first < len && first <= partial) return cut(s, first, out);
+    /* emit what no stop string can start in; hold back the rest */
+    size_t keep_from = partial < first ? partial : first;
     RLX_TRY(rlx_srv_buf_append(out, p, keep_from));
     memmove(s->pending.data, p + keep_from, len - keep_from);
     s->pending.len = len - keep_from;
@@ -170,7 +182,11 @@ rlx_status rlx_srv_stop_push(rlx_srv_stop *s, const char *bytes, size_t n, rlx_s
 }
 
 rlx_status rlx_srv_stop_finish(rlx_srv_stop *s, rlx_srv_buf *out) {
-    if (!s->matched && s->pending.len) RLX_TRY(rlx_srv_buf_append(out, s->pending.data, s->pending.len));
+    if (s->matched || !s->pending.len) return NULL;
+    /* nothing more comes: a match held back behind an earlier partial one is final now */
+    size_t first = first_match(s, s->pending.data, s->pending.len);
+    if (first < s->pending.len) return cut(s, first, out);
+    RLX_TRY(rlx_srv_buf_append(out, s->pending.data, s->pending.len));
     s->pending.len = 0;
     return NULL;
 }

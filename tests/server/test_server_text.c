@@ -150,6 +150,9 @@ static void test_stop(void) {
         {"ends with a partial ST", {"STOP"}},
         {"<|im_end|> tail", {"<|im_end|>"}},
         {"x\n\nUser: hi", {"\n\nUser:", "\n"}},
+        {"^a^c###", {"##", "c###"}},       /* a later-starting match waits for an earlier partial one */
+        {"^a^c##", {"##", "c###"}},        /* ... which never completes: the later one, at the end */
+        {"abcd", {"bcd", "c"}},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
