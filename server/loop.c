@@ -79,7 +79,7 @@ static bool on_token(int32_t token, void *user) {
     j->n_generated++;
     pthread_mutex_unlock(&j->mu);
     if (atomic_load(&j->cancel)) return false;
-    if (rlx_tokenizer_is_eog(j->loop->tok, token)) {
+    if (!j->req.sample.ignore_eos && rlx_tokenizer_is_eog(j->loop->tok, token)) {
         j->ended = true; /* the end of the turn is not text */
         return false;
     }

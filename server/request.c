@@ -135,6 +135,7 @@ static bool parse_sampling(json_t *root, rlx_srv_request *r, rlx_srv_error *err)
         return false;
     int64_t k = 0, seed = 0, last_n = 0;
     bool given;
+    if (!get_bool(root, "ignore_eos", &o->ignore_eos, err)) return false; /* llama.cpp's, for benchmarks */
     if (!get_int(root, "top_k", 0, INT32_MAX, &k, NULL, err)) return false;
     o->top_k = (int32_t)k;
     if (!get_int(root, "repeat_last_n", 0, INT32_MAX, &last_n, NULL, err)) return false;

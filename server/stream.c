@@ -2,7 +2,9 @@
  * the text generated since the one before, cut only at UTF-8 character boundaries (the job's text
  * is, by construction: text_out.h), the last one the finish_reason; with
  * stream_options.include_usage a chunk with empty choices and the usage follows; then
- * "data: [DONE]". A client that goes away (a failed write, or its end closed while the stream
+ * "data: [DONE]". While no text comes (a queue, a long prefill), an SSE comment line
+ * (": keep-alive") goes out every third of the connection timeout: libmicrohttpd closes a
+ * connection whose writer has been silent for that long. A client that goes away (a failed write, or its end closed while the stream
  * waits for text) cancels the job. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,8 @@ typedef struct stream {
     rlx_srv_buf out;      /* events not yet handed to libmicrohttpd */
     size_t out_pos;
     size_t sent;          /* bytes of the job's text already sent */
+    double last_out;      /* when bytes last went out (monotonic seconds) */
+    double keepalive;     /* seconds of silence before a keep-alive comment */
     bool started, done;
 } stream;
 
@@ -88,6 +92,7 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max) {
             if (n > max) n = max;
             memcpy(buf, st->out.data + st->out_pos, n);
             st->out_pos += n;
+            st->last_out = rlx_srv_now();
             return (ssize_t)n;
         }
         st->out.len = st->out_pos = 0;
@@ -95,6 +100,14 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!next_events(st)) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (st->out.len) continue;
         if (rlx_srv_client_gone(st->conn)) return MHD_CONTENT_READER_END_WITH_ERROR; /* free_stream cancels */
+        if (rlx_srv_now() - st->last_out >= st->keepalive) {
+            rlx_status e = rlx_srv_buf_append(&st->out, ": keep-alive\n\n", 14);
+            if (e) {
+                rlx_status_free(e);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
+            continue;
+        }
         rlx_srv_job_wait(st->job, st->sent, 100);
     }
 }
@@ -117,7 +130,8 @@ enum MHD_Result rlx_srv_stream_start(rlx_server *s, struct MHD_Connection *c, rl
         rlx_srv_job_release(job);
         return MHD_NO;
     }
-    *st = (stream){.srv = s, .conn = c, .job = job, .created = (int64_t)time(NULL)};
+    *st = (stream){.srv = s, .conn = c, .job = job, .created = (int64_t)time(NULL), .last_out = rlx_srv_now(),
+                   .keepalive = s->opts.http_timeout / 3.0};
     snprintf(st->id, sizeof st->id, "%s", id);
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, read_events, st, free_stream);
     if (!r) {

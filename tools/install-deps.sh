@@ -9,6 +9,7 @@ PKGS=(
   jq                                           # shell tests check `rlx inspect --json`
   libmicrohttpd-dev                            # rlx serve: HTTP
   nodejs npm                                   # rlx serve's tests: the official openai client (tests/server)
+  python3                                      # tools/serve_bench.py, the load client (tested in tests/server)
   libvulkan-dev libvulkan-volk-dev             # Vulkan backend: headers + volk (the loader is found at run time)
   glslc glslang-tools spirv-tools              # shaders: GLSL -> SPIR-V, spirv-val
   vulkan-validationlayers mesa-vulkan-drivers  # tests: Khronos validation layer, lavapipe (CPU Vulkan device)

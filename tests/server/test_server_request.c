@@ -20,7 +20,7 @@ static void test_good_chat(void) {
                        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
                        "{\"role\":\"assistant\",\"content\":null}],"
                        "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1,"
-                       "\"presence_penalty\":-0.5,\"frequency_penalty\":1.5,\"seed\":-7,\"max_completion_tokens\":12,"
+                       "\"presence_penalty\":-0.5,\"frequency_penalty\":1.5,\"ignore_eos\":true,\"seed\":-7,\"max_completion_tokens\":12,"
                        "\"stop\":[\"END\",\"\\n\\n\"],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
                        "\"n\":1,\"user\":\"ignored\",\"logprobs\":false,\"tools\":[]}";
     bool ok = parse(RLX_SRV_CHAT, body, &r, &e);
@@ -34,6 +34,7 @@ static void test_good_chat(void) {
                     r.sample.min_p == 0.05f && r.sample.repeat_penalty == 1.1f && r.sample.presence_penalty == -0.5f &&
                     r.sample.frequency_penalty == 1.5f,
                 "sampling fields not as written");
+        T_CHECK(r.sample.ignore_eos, "ignore_eos true not read");
         T_CHECK(r.seed_given && r.sample.seed == (uint64_t)-7, "seed -7: %llu", (unsigned long long)r.sample.seed);
         T_CHECK(r.max_tokens == 12, "max_completion_tokens 12: %d", r.max_tokens);
         T_CHECK(r.n_stop == 2 && !strcmp(r.stop[0], "END") && !strcmp(r.stop[1], "\n\n"), "stop strings");

@@ -7,3 +7,8 @@ target_link_libraries(test_server_request PRIVATE rlx_server)
 # tree; without node or the registry: SKIP, or FAIL under CI=true)
 rlx_add_script_test(NAME server_openai SCRIPT server_openai.sh LABELS e2e)
 set_property(TEST server_openai APPEND PROPERTY RESOURCE_LOCK server_js)
+# Load (64 clients), disconnects, slowloris and dropped connections, a full queue, SIGTERM drain
+rlx_add_script_test(NAME server_load SCRIPT server_load.sh LABELS e2e)
+set_property(TEST server_load APPEND PROPERTY RESOURCE_LOCK server_js)
+# tools/serve_bench.py (the benchmarks' load client) end to end on the story model
+rlx_add_script_test(NAME server_bench SCRIPT server_bench.sh LABELS e2e)
