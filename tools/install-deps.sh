@@ -10,6 +10,7 @@ PKGS=(
   libmicrohttpd-dev                            # rlx serve: HTTP
   nodejs npm                                   # rlx serve's tests: the official openai client (tests/server)
   python3                                      # tools/serve_bench.py, the load client (tested in tests/server)
+  yamllint                                     # docs/DEPLOY.md's manifests (tests/server/deploy_yaml.sh)
   libvulkan-dev libvulkan-volk-dev             # Vulkan backend: headers + volk (the loader is found at run time)
   glslc glslang-tools spirv-tools              # shaders: GLSL -> SPIR-V, spirv-val
   vulkan-validationlayers mesa-vulkan-drivers  # tests: Khronos validation layer, lavapipe (CPU Vulkan device)

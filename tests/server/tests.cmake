@@ -12,3 +12,5 @@ rlx_add_script_test(NAME server_load SCRIPT server_load.sh LABELS e2e)
 set_property(TEST server_load APPEND PROPERTY RESOURCE_LOCK server_js)
 # tools/serve_bench.py (the benchmarks' load client) end to end on the story model
 rlx_add_script_test(NAME server_bench SCRIPT server_bench.sh LABELS e2e)
+# docs/DEPLOY.md's manifests lint (yamllint)
+rlx_add_script_test(NAME deploy_yaml SCRIPT deploy_yaml.sh LABELS unit)
