@@ -247,12 +247,18 @@ static void test_prefix_sharing(void) {
     rlx_engine *e = open_engine(rlx_engine_opts_default());
     int32_t first = add_seq(e, &p, N_NEW, NULL);
     T_OK(rlx_engine_run(e));
+    T_CHECK(rlx_engine_seq_n_cached(e, first) == 0, "the first prompt found %d cached tokens in an empty pool",
+            (int)rlx_engine_seq_n_cached(e, first));
     rlx_engine_seq_free(e, first);
     int32_t second = add_seq(e, &p, N_NEW, NULL);
     T_OK(rlx_engine_run(e));
     rlx_engine_stats st = rlx_engine_get_stats(e);
     T_CHECK(st.prefix_hits >= 16 * ((p.n - 1) / 16) && st.prefix_hits > 0,
             "prefix cache: %lld tokens hit of a %d-token prompt seen before", (long long)st.prefix_hits, p.n);
+    /* the sequence's own count is the pool's: the first found nothing, the second all the hits */
+    T_CHECK(rlx_engine_seq_n_cached(e, second) == st.prefix_hits,
+            "seq_n_cached %d, expected the pool's prefix hits %lld", (int)rlx_engine_seq_n_cached(e, second),
+            (long long)st.prefix_hits);
     int32_t got[N_NEW + 1], n;
     generated(e, second, p.n, got, &n);
     expect_same("prefix hit", 2, got, n, ref, n_ref);
