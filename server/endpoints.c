@@ -77,7 +77,8 @@ enum MHD_Result rlx_srv_handle_tokenize(rlx_server *s, struct MHD_Connection *c,
         int32_t *ids = NULL;
         size_t n = 0;
         unsigned flags = (add_special ? RLX_ENCODE_ADD_SPECIAL : 0) | (parse_special ? RLX_ENCODE_PARSE_SPECIAL : 0);
-        rlx_status st = rlx_tokenizer_encode(s->tok, json_string_value(content), json_string_length(content), flags, &ids, &n);
+        rlx_status st =
+            rlx_tokenizer_encode(s->tok, json_string_value(content), json_string_length(content), flags, &ids, &n);
         if (st) {
             rlx_srv_error_set(&e, 500, "server_error", NULL, NULL, "tokenize: %s", rlx_status_message(st));
             rlx_status_free(st);
@@ -91,7 +92,8 @@ enum MHD_Result rlx_srv_handle_tokenize(rlx_server *s, struct MHD_Connection *c,
                 char *piece = NULL;
                 size_t plen = 0;
                 json_t *p = NULL;
-                rlx_status ps = rlx_tokenizer_decode(s->tok, &ids[i], 1, RLX_DECODE_SPECIAL | RLX_DECODE_CONTINUE, &piece, &plen);
+                rlx_status ps =
+                    rlx_tokenizer_decode(s->tok, &ids[i], 1, RLX_DECODE_SPECIAL | RLX_DECODE_CONTINUE, &piece, &plen);
                 if (!ps) p = json_stringn(piece, plen);
                 if (!ps && !p) {
                     p = json_array();
@@ -99,7 +101,8 @@ enum MHD_Result rlx_srv_handle_tokenize(rlx_server *s, struct MHD_Connection *c,
                 }
                 rlx_status_free(ps);
                 free(piece);
-                json_array_append_new(tokens, json_pack("{s:i, s:o}", "id", (json_int_t)ids[i], "piece", p ? p : json_string("")));
+                json_array_append_new(
+                    tokens, json_pack("{s:i, s:o}", "id", (json_int_t)ids[i], "piece", p ? p : json_string("")));
             }
             free(ids);
             json_decref(root);
@@ -151,8 +154,9 @@ enum MHD_Result rlx_srv_handle_detokenize(rlx_server *s, struct MHD_Connection *
     }
     free(ids);
     free(text);
-    enum MHD_Result r = ok ? rlx_srv_reply_json(c, 200, json_pack("{s:o}", "content", json_stringn(clean.data, clean.len)), NULL, NULL)
-                           : rlx_srv_reply_error(c, &e);
+    enum MHD_Result r =
+        ok ? rlx_srv_reply_json(c, 200, json_pack("{s:o}", "content", json_stringn(clean.data, clean.len)), NULL, NULL)
+           : rlx_srv_reply_error(c, &e);
     rlx_srv_buf_free(&clean);
     return r;
 }

@@ -41,7 +41,8 @@ static bool chat_prompt(rlx_server *s, const rlx_srv_request *r, int32_t **ids, 
         rlx_srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return false;
     }
-    for (size_t i = 0; i < r->n_messages; i++) msgs[i] = (rlx_chat_message){r->messages[i].role, r->messages[i].content, NULL};
+    for (size_t i = 0; i < r->n_messages; i++)
+        msgs[i] = (rlx_chat_message){r->messages[i].role, r->messages[i].content, NULL};
     rlx_chat_render_opts ro = {.add_generation_prompt = true};
     char *text = NULL;
     rlx_status st = rlx_chat_template_render(s->tmpl, msgs, r->n_messages, &ro, &text, NULL);
@@ -95,7 +96,8 @@ static bool fit_context(const rlx_server *s, const rlx_srv_request *r, int32_t n
         rlx_srv_error_set(err, 400, "invalid_request_error", "context_length_exceeded",
                           r->kind == RLX_SRV_CHAT ? "messages" : "prompt",
                           "the prompt is %d tokens; this server's context is %d tokens (see --ctx), which leaves "
-                          "no room for an answer", (int)n_ids, (int)s->n_ctx);
+                          "no room for an answer",
+                          (int)n_ids, (int)s->n_ctx);
         return false;
     }
     if (r->max_tokens > s->n_ctx - n_ids) {
@@ -137,7 +139,8 @@ enum MHD_Result rlx_srv_handle_generate(rlx_server *s, struct MHD_Connection *c,
     rlx_srv_error err;
     int32_t *ids = NULL, n_ids = 0, n_new = 0;
     if (!rlx_srv_request_parse(kind, body, len, &r, &err) ||
-        !(kind == RLX_SRV_CHAT ? chat_prompt(s, &r, &ids, &n_ids, &err) : completion_prompt(s, &r, &ids, &n_ids, &err)) ||
+        !(kind == RLX_SRV_CHAT ? chat_prompt(s, &r, &ids, &n_ids, &err)
+                               : completion_prompt(s, &r, &ids, &n_ids, &err)) ||
         !fit_context(s, &r, n_ids, &n_new, &err)) {
         rlx_srv_request_free(&r);
         free(ids);

@@ -73,23 +73,29 @@ static enum MHD_Result error(struct MHD_Connection *c, int status, const char *t
     return rlx_srv_reply_error(c, &e);
 }
 
+enum route { ROUTE_NONE, ROUTE_CHAT, ROUTE_COMPLETIONS, ROUTE_MODELS, ROUTE_TOKENIZE, ROUTE_DETOKENIZE };
+
 static enum MHD_Result route(rlx_server *s, struct MHD_Connection *c, const char *url, const char *method,
                              const conn_state *st) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     const char *body = st->body.data ? st->body.data : "";
     size_t len = st->body.len;
-    if (is(url, "/health", NULL)) return get ? rlx_srv_handle_health(s, c) : error(c, 405, "invalid_request_error", NULL, "use GET /health");
-    if (is(url, "/metrics", NULL)) return get ? rlx_srv_handle_metrics(s, c) : error(c, 405, "invalid_request_error", NULL, "use GET /metrics");
-    int kind = is(url, "/v1/chat/completions", "/chat/completions") ? 1
-               : is(url, "/v1/completions", "/completions")          ? 2
-               : is(url, "/v1/models", "/models")                    ? 3
-               : is(url, "/tokenize", NULL)                          ? 4
-               : is(url, "/detokenize", NULL)                        ? 5
-                                                                     : 0;
+    if (is(url, "/health", NULL))
+        return get ? rlx_srv_handle_health(s, c) : error(c, 405, "invalid_request_error", NULL, "use GET /health");
+    if (is(url, "/metrics", NULL))
+        return get ? rlx_srv_handle_metrics(s, c) : error(c, 405, "invalid_request_error", NULL, "use GET /metrics");
+    enum route kind = is(url, "/v1/chat/completions", "/chat/completions") ? ROUTE_CHAT
+                      : is(url, "/v1/completions", "/completions")         ? ROUTE_COMPLETIONS
+                      : is(url, "/v1/models", "/models")                   ? ROUTE_MODELS
+                      : is(url, "/tokenize", NULL)                         ? ROUTE_TOKENIZE
+                      : is(url, "/detokenize", NULL)                       ? ROUTE_DETOKENIZE
+                                                                           : ROUTE_NONE;
     if (!kind) return error(c, 404, "invalid_request_error", "not_found", "no such endpoint");
-    if (!authorized(s, c)) return error(c, 401, "invalid_request_error", "invalid_api_key", "invalid or missing API key (Authorization: Bearer KEY)");
-    if ((kind == 3 && !get) || (kind != 3 && !post))
-        return error(c, 405, "invalid_request_error", NULL, kind == 3 ? "use GET" : "use POST");
+    if (!authorized(s, c))
+        return error(c, 401, "invalid_request_error", "invalid_api_key",
+                     "invalid or missing API key (Authorization: Bearer KEY)");
+    if ((kind == ROUTE_MODELS && !get) || (kind != ROUTE_MODELS && !post))
+        return error(c, 405, "invalid_request_error", NULL, kind == ROUTE_MODELS ? "use GET" : "use POST");
     if (!atomic_load(&s->ready)) return error(c, 503, "unavailable_error", NULL, "Loading model");
     if (atomic_load(&s->draining)) return error(c, 503, "unavailable_error", NULL, "the server is shutting down");
     if (st->too_big) {
@@ -98,11 +104,11 @@ static enum MHD_Result route(rlx_server *s, struct MHD_Connection *c, const char
         return error(c, 413, "invalid_request_error", "request_too_large", msg);
     }
     switch (kind) {
-    case 1: return rlx_srv_handle_generate(s, c, RLX_SRV_CHAT, body, len);
-    case 2: return rlx_srv_handle_generate(s, c, RLX_SRV_COMPLETION, body, len);
-    case 3: return rlx_srv_handle_models(s, c);
-    case 4: return rlx_srv_handle_tokenize(s, c, body, len);
-    default: return rlx_srv_handle_detokenize(s, c, body, len);
+    case ROUTE_CHAT: return rlx_srv_handle_generate(s, c, RLX_SRV_CHAT, body, len);
+    case ROUTE_COMPLETIONS: return rlx_srv_handle_generate(s, c, RLX_SRV_COMPLETION, body, len);
+    case ROUTE_MODELS: return rlx_srv_handle_models(s, c);
+    case ROUTE_TOKENIZE: return rlx_srv_handle_tokenize(s, c, body, len);
+    default: return rlx_srv_handle_detokenize(s, c, body, len); /* ROUTE_DETOKENIZE */
     }
 }
 
@@ -149,11 +155,10 @@ rlx_status rlx_srv_http_start(rlx_server *s, const struct sockaddr *addr) {
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
-    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.http_timeout,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->opts.max_connections,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-                              MHD_OPTION_END);
+    s->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)s->opts.http_timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->opts.max_connections,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
     if (!s->mhd)
         return rlx_errorf(RLX_ERR_IO, "serve: cannot listen on %s port %d (in use, or not an address of this machine?)",
                           s->opts.host, s->opts.port);

@@ -28,29 +28,29 @@ typedef enum {
 
 typedef struct rlx_srv_job {
     /* set before submission, read-only after */
-    rlx_srv_request req;   /* owned: the parsed request (stop strings, stream flags) */
-    int32_t *ids;          /* owned, n_ids: the prompt's tokens */
+    rlx_srv_request req; /* owned: the parsed request (stop strings, stream flags) */
+    int32_t *ids;        /* owned, n_ids: the prompt's tokens */
     int32_t n_ids;
-    int32_t n_new;         /* tokens to generate at most */
-    double t_arrival;      /* monotonic seconds */
+    int32_t n_new;    /* tokens to generate at most */
+    double t_arrival; /* monotonic seconds */
     /* shared, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int refs;
-    rlx_srv_buf text;      /* the completion so far */
+    rlx_srv_buf text; /* the completion so far */
     int32_t n_generated, n_cached;
     rlx_srv_finish finish;
     char error[256];
     atomic_bool cancel;
     /* the engine thread's alone */
-    int32_t seq;           /* engine sequence, -1 before admission */
+    int32_t seq;            /* engine sequence, -1 before admission */
     rlx_detokenizer *detok; /* owned */
     rlx_srv_stop stop;
     rlx_srv_utf8 utf8;
-    rlx_srv_buf piece;     /* scratch: one token's text after the stop strings */
-    rlx_srv_buf clean;     /* scratch: that text as valid UTF-8 */
-    bool ended;            /* an end-of-turn token or a stop string ended it */
-    double t_last;         /* when its last token came (0: none yet) */
+    rlx_srv_buf piece;         /* scratch: one token's text after the stop strings */
+    rlx_srv_buf clean;         /* scratch: that text as valid UTF-8 */
+    bool ended;                /* an end-of-turn token or a stop string ended it */
+    double t_last;             /* when its last token came (0: none yet) */
     struct rlx_srv_loop *loop; /* borrowed: for the tokenizer and the metrics in on_token */
     struct rlx_srv_job *next;  /* the inbox list */
 } rlx_srv_job;
@@ -63,6 +63,6 @@ void rlx_srv_job_release(rlx_srv_job *j); /* NULL is fine */
 void rlx_srv_job_wait(rlx_srv_job *j, size_t seen, int timeout_ms);
 
 const char *rlx_srv_finish_reason(rlx_srv_finish f); /* "stop", "length", ... as OpenAI names them */
-double rlx_srv_now(void);                             /* monotonic seconds */
+double rlx_srv_now(void);                            /* monotonic seconds */
 
 #endif

@@ -183,9 +183,8 @@ static void sweep(rlx_srv_loop *l, bool cancel_all) {
         } else if (atomic_load(&j->cancel) || cancel_all) {
             finish(l, j, RLX_SRV_FINISH_ABORT, "cancelled");
         } else if (st == RLX_SEQ_DONE || st == RLX_SEQ_IDLE) {
-            finish(l, j, j->ended || rlx_engine_seq_finish(l->engine, j->seq) == RLX_FINISH_EOS ? RLX_SRV_FINISH_STOP
-                                                                                                   : RLX_SRV_FINISH_LENGTH,
-                   NULL);
+            bool stopped = j->ended || rlx_engine_seq_finish(l->engine, j->seq) == RLX_FINISH_EOS;
+            finish(l, j, stopped ? RLX_SRV_FINISH_STOP : RLX_SRV_FINISH_LENGTH, NULL);
         } else {
             l->active[kept++] = j;
         }
@@ -240,7 +239,8 @@ static void *run(void *arg) {
             if (s) {
                 /* the device or a program failed: every request in flight fails with its message */
                 fprintf(stderr, "rlx serve: engine step: %s\n", rlx_status_message(s));
-                for (int i = 0; i < l->n_active; i++) finish(l, l->active[i], RLX_SRV_FINISH_ERROR, rlx_status_message(s));
+                for (int i = 0; i < l->n_active; i++)
+                    finish(l, l->active[i], RLX_SRV_FINISH_ERROR, rlx_status_message(s));
                 l->n_active = 0;
                 rlx_status_free(s);
             }

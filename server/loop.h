@@ -19,21 +19,21 @@
 #include "server/metrics.h"
 
 typedef struct rlx_srv_loop {
-    rlx_engine *engine;         /* borrowed; the loop's thread alone calls it once started */
-    const rlx_tokenizer *tok;   /* borrowed */
-    rlx_srv_metrics *metrics;   /* borrowed */
+    rlx_engine *engine;       /* borrowed; the loop's thread alone calls it once started */
+    const rlx_tokenizer *tok; /* borrowed */
+    rlx_srv_metrics *metrics; /* borrowed */
     int max_in_flight;
     /* under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     rlx_srv_job *inbox, *inbox_tail;
     int in_flight;
-    bool stopping;              /* no new jobs; finish the running ones until drain_deadline */
+    bool stopping; /* no new jobs; finish the running ones until drain_deadline */
     double drain_deadline;
     /* the loop's thread alone */
     pthread_t thread;
     bool started;
-    rlx_srv_job **active;       /* owned array of held jobs */
+    rlx_srv_job **active; /* owned array of held jobs */
     int n_active, cap_active;
 } rlx_srv_loop;
 

@@ -5,11 +5,11 @@
 
 /* vLLM's bucket bounds for these histograms (vllm/v1/metrics/loggers.py), so that a dashboard's
  * quantiles read the same on either server. */
-static const double TTFT_BOUNDS[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-                                     1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-static const double ITL_BOUNDS[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
-                                    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
-static const double E2E_BOUNDS[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+static const double TTFT_BOUNDS[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                                     1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+static const double ITL_BOUNDS[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+static const double E2E_BOUNDS[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                     30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -59,7 +59,8 @@ static rlx_status sample(writer *w, const char *prefix, const char *name, const 
     return rlx_srv_buf_printf(w->out, "\"%s} %.17g\n", extra ? extra : "", v);
 }
 
-static rlx_status scalar(writer *w, const char *prefix, const char *name, const char *type, const char *help, double v) {
+static rlx_status scalar(writer *w, const char *prefix, const char *name, const char *type, const char *help,
+                         double v) {
     RLX_TRY(head(w, prefix, name, type, help));
     return sample(w, prefix, name, NULL, v);
 }
@@ -88,8 +89,10 @@ static rlx_status render_one(writer *w, const rlx_srv_metrics *m, const char *p)
                    (double)m->running));
     RLX_TRY(scalar(w, p, "num_requests_waiting", "gauge", "Requests waiting for a sequence slot or K/V pages.",
                    (double)m->waiting));
-    RLX_TRY(scalar(w, p, "kv_cache_usage_perc", "gauge", "Fraction of K/V cache pages in use (1 = full).", m->kv_usage));
-    RLX_TRY(scalar(w, p, "prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", (double)m->prompt_tokens));
+    RLX_TRY(
+        scalar(w, p, "kv_cache_usage_perc", "gauge", "Fraction of K/V cache pages in use (1 = full).", m->kv_usage));
+    RLX_TRY(scalar(w, p, "prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+                   (double)m->prompt_tokens));
     RLX_TRY(scalar(w, p, "generation_tokens_total", "counter", "Generated tokens.", (double)m->generation_tokens));
     RLX_TRY(scalar(w, p, "prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
                    (double)m->prefix_queries));
@@ -102,7 +105,8 @@ static rlx_status render_one(writer *w, const rlx_srv_metrics *m, const char *p)
     RLX_TRY(scalar(w, p, "request_failure_total", "counter", "Requests the engine failed.", (double)m->finished_error));
     RLX_TRY(scalar(w, p, "request_rejected_total", "counter", "Requests refused with 503 (queue full).",
                    (double)m->rejected_queue_full));
-    RLX_TRY(histogram(w, p, "time_to_first_token_seconds", "Time from arrival to the first generated token.", &m->ttft));
+    RLX_TRY(
+        histogram(w, p, "time_to_first_token_seconds", "Time from arrival to the first generated token.", &m->ttft));
     RLX_TRY(histogram(w, p, "inter_token_latency_seconds", "Time between generated tokens.", &m->itl));
     return histogram(w, p, "e2e_request_latency_seconds", "Time from arrival to the last token.", &m->e2e);
 }

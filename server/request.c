@@ -22,7 +22,7 @@ void rlx_srv_error_set(rlx_srv_error *e, int status, const char *type, const cha
 }
 
 #define BAD(param, ...) (rlx_srv_error_set(err, 400, "invalid_request_error", NULL, (param), __VA_ARGS__), false)
-#define UNSUPPORTED(param, ...) \
+#define UNSUPPORTED(param, ...)                                                                                        \
     (rlx_srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", (param), __VA_ARGS__), false)
 
 static const char *type_name(const json_t *v) {
@@ -65,9 +65,11 @@ static bool get_int(json_t *root, const char *name, int64_t lo, int64_t hi, int6
     if (!json_is_integer(v)) {
         /* 3.0 is 3, as JavaScript clients may send it */
         double d = json_is_real(v) ? json_real_value(v) : NAN;
-        if (!(d == floor(d) && fabs(d) < 9.0e15)) return BAD(name, "'%s' must be an integer, not %s", name, type_name(v));
+        if (!(d == floor(d) && fabs(d) < 9.0e15))
+            return BAD(name, "'%s' must be an integer, not %s", name, type_name(v));
         if (!(d >= (double)lo && d <= (double)hi))
-            return BAD(name, "'%s' is %.0f, expected an integer in [%lld, %lld]", name, d, (long long)lo, (long long)hi);
+            return BAD(name, "'%s' is %.0f, expected an integer in [%lld, %lld]", name, d, (long long)lo,
+                       (long long)hi);
         *out = (int64_t)d;
         return true;
     }
@@ -127,8 +129,8 @@ static bool parse_sampling(json_t *root, rlx_srv_request *r, rlx_srv_error *err)
     o->temperature = 1.0f; /* OpenAI's default */
     o->top_p = 1.0f;
     o->repeat_penalty = 1.0f;
-    if (!get_number(root, "temperature", 0, 2, &o->temperature, err) || !get_number(root, "top_p", 0, 1, &o->top_p, err) ||
-        !get_number(root, "min_p", 0, 1, &o->min_p, err) ||
+    if (!get_number(root, "temperature", 0, 2, &o->temperature, err) ||
+        !get_number(root, "top_p", 0, 1, &o->top_p, err) || !get_number(root, "min_p", 0, 1, &o->min_p, err) ||
         !get_number(root, "repeat_penalty", 0, 100, &o->repeat_penalty, err) ||
         !get_number(root, "presence_penalty", -2, 2, &o->presence_penalty, err) ||
         !get_number(root, "frequency_penalty", -2, 2, &o->frequency_penalty, err))
@@ -154,11 +156,13 @@ static bool parse_sampling(json_t *root, rlx_srv_request *r, rlx_srv_error *err)
 static bool refuse_unsupported(json_t *root, rlx_srv_error *err) {
     int64_t n = 1;
     if (!get_int(root, "n", 1, INT32_MAX, &n, NULL, err)) return false;
-    if (n != 1) return UNSUPPORTED("n", "'n' is %lld: this server returns one choice per request (n = 1)", (long long)n);
+    if (n != 1)
+        return UNSUPPORTED("n", "'n' is %lld: this server returns one choice per request (n = 1)", (long long)n);
     json_t *v = field(root, "logprobs");
     if (v && !json_is_false(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
         return UNSUPPORTED("logprobs", "'logprobs' is not supported by this server");
-    if (field(root, "top_logprobs")) return UNSUPPORTED("top_logprobs", "'top_logprobs' is not supported by this server");
+    if (field(root, "top_logprobs"))
+        return UNSUPPORTED("top_logprobs", "'top_logprobs' is not supported by this server");
     v = field(root, "tools");
     if (v && !(json_is_array(v) && json_array_size(v) == 0))
         return UNSUPPORTED("tools", "'tools' (function calling) is not supported by this server");
@@ -210,7 +214,8 @@ static bool message_content(json_t *c, size_t i, char **out, rlx_srv_error *err)
         json_t *text = json_is_object(part) ? json_object_get(part, "text") : NULL;
         if (!json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(text)) {
             rlx_srv_buf_free(&b);
-            return UNSUPPORTED(param, "'%s[%zu]': only {\"type\": \"text\", \"text\": ...} parts are supported", param, k);
+            return UNSUPPORTED(param, "'%s[%zu]': only {\"type\": \"text\", \"text\": ...} parts are supported", param,
+                               k);
         }
         rlx_status s = rlx_srv_buf_append(&b, json_string_value(text), json_string_length(text));
         if (s) {
@@ -237,7 +242,8 @@ static bool parse_messages(json_t *root, rlx_srv_request *r, rlx_srv_error *err)
     if (!json_is_array(m)) return BAD("messages", "'messages' must be an array, not %s", type_name(m));
     size_t n = json_array_size(m);
     if (n == 0) return BAD("messages", "'messages' is empty: a chat needs at least one message");
-    if (n > RLX_SRV_MAX_MESSAGES) return BAD("messages", "'messages' holds %zu messages, at most %d", n, RLX_SRV_MAX_MESSAGES);
+    if (n > RLX_SRV_MAX_MESSAGES)
+        return BAD("messages", "'messages' holds %zu messages, at most %d", n, RLX_SRV_MAX_MESSAGES);
     if (!(r->messages = calloc(n, sizeof *r->messages))) return NOMEM("messages");
     for (size_t i = 0; i < n; i++) {
         json_t *msg = json_array_get(m, i);
@@ -263,7 +269,8 @@ static bool parse_messages(json_t *root, rlx_srv_request *r, rlx_srv_error *err)
 static bool parse_ids(json_t *a, rlx_srv_request *r, rlx_srv_error *err) {
     size_t n = json_array_size(a);
     if (n == 0) return BAD("prompt", "'prompt' is an empty list of token ids");
-    if (n > RLX_SRV_MAX_PROMPT_IDS) return BAD("prompt", "'prompt' holds %zu ids, at most %d", n, RLX_SRV_MAX_PROMPT_IDS);
+    if (n > RLX_SRV_MAX_PROMPT_IDS)
+        return BAD("prompt", "'prompt' holds %zu ids, at most %d", n, RLX_SRV_MAX_PROMPT_IDS);
     if (!(r->prompt_ids = malloc(n * sizeof *r->prompt_ids))) return NOMEM("prompt");
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(a, i);
@@ -293,13 +300,13 @@ static bool parse_prompt(json_t *root, rlx_srv_request *r, rlx_srv_error *err) {
     return BAD("prompt", "'prompt' must be a string or a list of token ids, not %s", type_name(p));
 }
 
-bool rlx_srv_request_parse(rlx_srv_kind kind, const char *body, size_t len, rlx_srv_request *out,
-                           rlx_srv_error *err) {
+bool rlx_srv_request_parse(rlx_srv_kind kind, const char *body, size_t len, rlx_srv_request *out, rlx_srv_error *err) {
     memset(out, 0, sizeof *out);
     out->kind = kind;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return BAD(NULL, "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    if (!root)
+        return BAD(NULL, "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
     bool ok;
     if (!json_is_object(root)) {
         ok = BAD(NULL, "the body must be a JSON object, not %s", type_name(root));

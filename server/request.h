@@ -18,10 +18,10 @@
 
 /* An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}, with its HTTP status. */
 typedef struct rlx_srv_error {
-    int status;        /* 400, 401, 404, 413, 503, ... */
-    const char *type;  /* static: "invalid_request_error", "authentication_error", ... */
-    const char *code;  /* static or NULL: "context_length_exceeded", "invalid_api_key", ... */
-    char param[64];    /* the field at fault, "" when none */
+    int status;       /* 400, 401, 404, 413, 503, ... */
+    const char *type; /* static: "invalid_request_error", "authentication_error", ... */
+    const char *code; /* static or NULL: "context_length_exceeded", "invalid_api_key", ... */
+    char param[64];   /* the field at fault, "" when none */
     char message[512];
 } rlx_srv_error;
 
@@ -44,11 +44,11 @@ typedef struct rlx_srv_request {
     rlx_srv_kind kind;
     rlx_srv_message *messages; /* owned, n_messages: chat */
     size_t n_messages;
-    char *prompt;              /* owned: a completion's text prompt, or NULL */
-    int32_t *prompt_ids;       /* owned: a completion's prompt as token ids (n_prompt_ids >= 1), or NULL */
+    char *prompt;        /* owned: a completion's text prompt, or NULL */
+    int32_t *prompt_ids; /* owned: a completion's prompt as token ids (n_prompt_ids >= 1), or NULL */
     int32_t n_prompt_ids;
-    int32_t max_tokens;        /* 0: not given (up to the context) */
-    rlx_sample_opts sample;    /* OpenAI's defaults where not given: temperature 1, nothing else */
+    int32_t max_tokens;     /* 0: not given (up to the context) */
+    rlx_sample_opts sample; /* OpenAI's defaults where not given: temperature 1, nothing else */
     bool seed_given;
     char *stop[RLX_SRV_MAX_STOPS]; /* owned, n_stop non-empty strings */
     int n_stop;
@@ -57,8 +57,7 @@ typedef struct rlx_srv_request {
 
 /* Parses body[0, len) as a request of that kind into *out (zeroed first; free it with
  * rlx_srv_request_free either way). false: *err says why (status 400). */
-bool rlx_srv_request_parse(rlx_srv_kind kind, const char *body, size_t len, rlx_srv_request *out,
-                           rlx_srv_error *err);
+bool rlx_srv_request_parse(rlx_srv_kind kind, const char *body, size_t len, rlx_srv_request *out, rlx_srv_error *err);
 void rlx_srv_request_free(rlx_srv_request *r);
 
 #endif

@@ -33,8 +33,8 @@ json_t *rlx_srv_completion_json(const rlx_server *s, const rlx_srv_job *j, const
         choice = json_pack("{s:i, s:o, s:n, s:s}", "index", 0, "text", text_json(j->text.data, j->text.len), "logprobs",
                            "finish_reason", reason);
     return json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", id, "object",
-                     j->req.kind == RLX_SRV_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)created, "model",
-                     s->model_name, "choices", choice, "usage", rlx_srv_usage_json(j));
+                     j->req.kind == RLX_SRV_CHAT ? "chat.completion" : "text_completion", "created",
+                     (json_int_t)created, "model", s->model_name, "choices", choice, "usage", rlx_srv_usage_json(j));
 }
 
 json_t *rlx_srv_chunk_json(const rlx_server *s, rlx_srv_kind kind, const char *id, int64_t created, const char *text,
@@ -51,8 +51,8 @@ json_t *rlx_srv_chunk_json(const rlx_server *s, rlx_srv_kind kind, const char *i
                            "finish_reason", reason);
     }
     return json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", id, "object",
-                     kind == RLX_SRV_CHAT ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)created, "model",
-                     s->model_name, "choices", choice);
+                     kind == RLX_SRV_CHAT ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)created,
+                     "model", s->model_name, "choices", choice);
 }
 
 json_t *rlx_srv_error_json(const rlx_srv_error *e) {

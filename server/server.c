@@ -88,7 +88,9 @@ rlx_status rlx_server_load(rlx_server *s) {
     s->n_ctx = rlx_engine_n_ctx(s->engine);
     s->vocab = rlx_engine_vocab_size(s->engine);
     int parallel = s->opts.engine.max_parallel > 0 ? s->opts.engine.max_parallel : 16;
-    s->loop = (rlx_srv_loop){.engine = s->engine, .tok = s->tok, .metrics = &s->metrics,
+    s->loop = (rlx_srv_loop){.engine = s->engine,
+                             .tok = s->tok,
+                             .metrics = &s->metrics,
                              .max_in_flight = parallel + (s->opts.queue > 0 ? s->opts.queue : 4 * parallel)};
     RLX_TRY(rlx_srv_loop_start(&s->loop));
     atomic_store(&s->ready, true);

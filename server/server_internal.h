@@ -19,21 +19,21 @@
 #include "server/server.h"
 
 struct rlx_server {
-    rlx_server_opts opts;        /* strings borrowed from the caller */
-    char *model_name;            /* owned */
+    rlx_server_opts opts; /* strings borrowed from the caller */
+    char *model_name;     /* owned */
     char url[300];
-    struct MHD_Daemon *mhd;      /* owned */
-    atomic_bool ready;           /* the model is loaded and the engine thread runs */
-    atomic_bool draining;        /* shutting down: new requests get 503 */
+    struct MHD_Daemon *mhd; /* owned */
+    atomic_bool ready;      /* the model is loaded and the engine thread runs */
+    atomic_bool draining;   /* shutting down: new requests get 503 */
     bool shut_down;
-    rlx_engine *engine;          /* owned; the loop's thread alone calls it once ready */
-    rlx_tokenizer *tok;          /* owned; thread-safe */
-    rlx_chat_template *tmpl;     /* owned; thread-safe */
+    rlx_engine *engine;      /* owned; the loop's thread alone calls it once ready */
+    rlx_tokenizer *tok;      /* owned; thread-safe */
+    rlx_chat_template *tmpl; /* owned; thread-safe */
     int32_t n_ctx, vocab;
     rlx_srv_loop loop;
     rlx_srv_metrics metrics;
     atomic_uint_fast64_t next_id;
-    int64_t created;             /* unix seconds at start: /v1/models' "created" */
+    int64_t created; /* unix seconds at start: /v1/models' "created" */
 };
 
 /* ---- http.c ---- */

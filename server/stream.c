@@ -4,8 +4,8 @@
  * stream_options.include_usage a chunk with empty choices and the usage follows; then
  * "data: [DONE]". While no text comes (a queue, a long prefill), an SSE comment line
  * (": keep-alive") goes out every third of the connection timeout: libmicrohttpd closes a
- * connection whose writer has been silent for that long. A client that goes away (a failed write, or its end closed while the stream
- * waits for text) cancels the job. */
+ * connection whose writer has been silent for that long. A client that goes away (a failed write, or its end closed
+ * while the stream waits for text) cancels the job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +16,14 @@
 typedef struct stream {
     rlx_server *srv;
     struct MHD_Connection *conn;
-    rlx_srv_job *job;     /* held */
+    rlx_srv_job *job; /* held */
     char id[64];
     int64_t created;
-    rlx_srv_buf out;      /* events not yet handed to libmicrohttpd */
+    rlx_srv_buf out; /* events not yet handed to libmicrohttpd */
     size_t out_pos;
-    size_t sent;          /* bytes of the job's text already sent */
-    double last_out;      /* when bytes last went out (monotonic seconds) */
-    double keepalive;     /* seconds of silence before a keep-alive comment */
+    size_t sent;      /* bytes of the job's text already sent */
+    double last_out;  /* when bytes last went out (monotonic seconds) */
+    double keepalive; /* seconds of silence before a keep-alive comment */
     bool started, done;
 } stream;
 
@@ -55,21 +55,25 @@ static bool next_events(stream *st) {
     if (!st->started && kind == RLX_SRV_CHAT)
         ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, NULL, 0, NULL, true));
     st->started = true;
-    if (ok && text) ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, text, len - st->sent, NULL, false));
+    if (ok && text)
+        ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, text, len - st->sent, NULL, false));
     free(text);
     st->sent = len;
     if (!ok || f == RLX_SRV_RUNNING) return ok;
     if (f == RLX_SRV_FINISH_ERROR || f == RLX_SRV_FINISH_ABORT) {
         rlx_srv_error e;
-        rlx_srv_error_set(&e, f == RLX_SRV_FINISH_ABORT ? 503 : 500, f == RLX_SRV_FINISH_ABORT ? "unavailable_error" : "server_error",
-                          NULL, NULL, "%s", f == RLX_SRV_FINISH_ABORT ? "the request was cancelled: the server is shutting down" : j->error);
+        rlx_srv_error_set(&e, f == RLX_SRV_FINISH_ABORT ? 503 : 500,
+                          f == RLX_SRV_FINISH_ABORT ? "unavailable_error" : "server_error", NULL, NULL, "%s",
+                          f == RLX_SRV_FINISH_ABORT ? "the request was cancelled: the server is shutting down"
+                                                    : j->error);
         ok = event(st, rlx_srv_error_json(&e));
     } else {
-        ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, NULL, 0, rlx_srv_finish_reason(f), false));
+        ok =
+            event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, NULL, 0, rlx_srv_finish_reason(f), false));
         if (ok && j->req.include_usage) {
             json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", st->id, "object",
-                                  kind == RLX_SRV_CHAT ? "chat.completion.chunk" : "text_completion",
-                                  "created", (json_int_t)st->created, "model", st->srv->model_name, "choices", "usage",
+                                  kind == RLX_SRV_CHAT ? "chat.completion.chunk" : "text_completion", "created",
+                                  (json_int_t)st->created, "model", st->srv->model_name, "choices", "usage",
                                   rlx_srv_usage_json(j));
             ok = event(st, u);
         }
@@ -130,10 +134,15 @@ enum MHD_Result rlx_srv_stream_start(rlx_server *s, struct MHD_Connection *c, rl
         rlx_srv_job_release(job);
         return MHD_NO;
     }
-    *st = (stream){.srv = s, .conn = c, .job = job, .created = (int64_t)time(NULL), .last_out = rlx_srv_now(),
+    *st = (stream){.srv = s,
+                   .conn = c,
+                   .job = job,
+                   .created = (int64_t)time(NULL),
+                   .last_out = rlx_srv_now(),
                    .keepalive = s->opts.http_timeout / 3.0};
     snprintf(st->id, sizeof st->id, "%s", id);
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, read_events, st, free_stream);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, read_events, st, free_stream);
     if (!r) {
         free_stream(st);
         return MHD_NO;

@@ -129,7 +129,8 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
 }
 
 static rlx_status parse(int argc, char **argv, serve_args *a) {
-    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "h", .longs = options, .long_names = "tc"};
+    rlx_cli_parser p = {.argc = argc, .argv = argv, .shorts = RLX_CLI_MODEL_SHORTS "h", .longs = options,
+                        .long_names = "tc"};
     a->so.port = 8080;
     return rlx_cli_parse(&p, apply, a);
 }

@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *text = r.prompt ? r.prompt : r.n_messages ? r.messages[r.n_messages - 1].content : "";
         size_t n = strlen(text);
         rlx_srv_buf whole = run(&r, text, n, n ? n : 1), split = run(&r, text, n, 3);
-        if (whole.len != split.len || memcmp(whole.data, split.data, whole.len) || !rlx_srv_utf8_valid(whole.data, whole.len))
+        if (whole.len != split.len || memcmp(whole.data, split.data, whole.len) ||
+            !rlx_srv_utf8_valid(whole.data, whole.len))
             abort();
         rlx_srv_buf_free(&whole);
         rlx_srv_buf_free(&split);

@@ -16,13 +16,15 @@ static bool parse(rlx_srv_kind kind, const char *body, rlx_srv_request *r, rlx_s
 static void test_good_chat(void) {
     rlx_srv_request r;
     rlx_srv_error e;
-    const char *body = "{\"model\":\"x\",\"messages\":[{\"role\":\"developer\",\"content\":\"Be brief.\"},"
-                       "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
-                       "{\"role\":\"assistant\",\"content\":null}],"
-                       "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1,"
-                       "\"presence_penalty\":-0.5,\"frequency_penalty\":1.5,\"ignore_eos\":true,\"seed\":-7,\"max_completion_tokens\":12,"
-                       "\"stop\":[\"END\",\"\\n\\n\"],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-                       "\"n\":1,\"user\":\"ignored\",\"logprobs\":false,\"tools\":[]}";
+    const char *body =
+        "{\"model\":\"x\",\"messages\":[{\"role\":\"developer\",\"content\":\"Be brief.\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
+        "{\"role\":\"assistant\",\"content\":null}],"
+        "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1,"
+        "\"presence_penalty\":-0.5,\"frequency_penalty\":1.5,\"ignore_eos\":true,\"seed\":-7,\"max_completion_tokens\":"
+        "12,"
+        "\"stop\":[\"END\",\"\\n\\n\"],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+        "\"n\":1,\"user\":\"ignored\",\"logprobs\":false,\"tools\":[]}";
     bool ok = parse(RLX_SRV_CHAT, body, &r, &e);
     T_CHECK(ok, "a good chat request was refused: %s", e.message);
     if (ok) {
@@ -76,7 +78,8 @@ static void test_bad(void) {
         {RLX_SRV_CHAT, "", ""},
         {RLX_SRV_CHAT, "{", ""},
         {RLX_SRV_CHAT, "[1]", ""},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"a\":1,\"a\":2}", ""}, /* duplicate key */
+        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"a\":1,\"a\":2}",
+         ""}, /* duplicate key */
         {RLX_SRV_CHAT, "{\"messages\":\"hi\"}", "messages"},
         {RLX_SRV_CHAT, "{\"messages\":[]}", "messages"},
         {RLX_SRV_CHAT, "{}", "messages"},
@@ -84,26 +87,32 @@ static void test_bad(void) {
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "messages[0].role"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].role"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":7}]}", "messages[0].content"},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "messages[0].content"},
+        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
+         "messages[0].content"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", "temperature"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":2.5}", "temperature"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1.5}", "top_p"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":-1}", "top_k"},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"presence_penalty\":3}", "presence_penalty"},
+        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"presence_penalty\":3}",
+         "presence_penalty"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", "max_tokens"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}", "max_tokens"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e300}", "max_tokens"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", "n"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":true}", "logprobs"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{}]}", "tools"},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}", "response_format"},
+        {RLX_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}",
+         "response_format"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":\"\"}", "stop"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", "stop"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":\"yes\"}", "stream"},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":{\"include_usage\":1}}", "stream_options.include_usage"},
+        {RLX_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":{\"include_usage\":1}}",
+         "stream_options.include_usage"},
         {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":5}", "model"},
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\\u0000\"}]}", ""}, /* NUL: jansson refuses */
-        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xC3\x28\"}]}", ""},  /* invalid UTF-8 */
+        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\\u0000\"}]}", ""},  /* NUL: jansson refuses */
+        {RLX_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xC3\x28\"}]}", ""}, /* invalid UTF-8 */
         {RLX_SRV_COMPLETION, "{}", "prompt"},
         {RLX_SRV_COMPLETION, "{\"prompt\":5}", "prompt"},
         {RLX_SRV_COMPLETION, "{\"prompt\":[]}", "prompt"},

@@ -55,22 +55,24 @@ static void test_utf8_vectors(void) {
     } v[] = {
         {"plain ascii", "plain ascii"},
         {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
-        {"a\x80z", "a\xEF\xBF\xBDz"},                         /* a stray continuation byte */
-        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* overlong '/': C0 never leads */
+        {"a\x80z", "a\xEF\xBF\xBDz"},                             /* a stray continuation byte */
+        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* overlong '/': C0 never leads */
         {"\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* a surrogate: ED A0 breaks, A0 80 stray */
         {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* past U+10FFFF */
-        {"\xE2\x82", "\xEF\xBF\xBD"},                         /* truncated at the end: one subpart */
-        {"\xE2\x82z", "\xEF\xBF\xBDz"},                       /* truncated before ASCII */
+        {"\xE2\x82", "\xEF\xBF\xBD"},   /* truncated at the end: one subpart */
+        {"\xE2\x82z", "\xEF\xBF\xBDz"}, /* truncated before ASCII */
         /* Unicode 15, table 3-11: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 -> a FFFD FFFD FFFD b FFFD c FFFD FFFD d */
-        {"\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64",
-         "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD" "d"},
+        {"\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64", "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                                                                 "b\xEF\xBF\xBD"
+                                                                 "c\xEF\xBF\xBD\xEF\xBF\xBD"
+                                                                 "d"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t len;
         bool ok;
         char *got = utf8_pieces(v[i].in, strlen(v[i].in), NULL, 0, &len, &ok);
-        T_CHECK(len == strlen(v[i].want) && !memcmp(got, v[i].want, len), "utf8 vector %zu: got %zu bytes, expected %zu",
-                i, len, strlen(v[i].want));
+        T_CHECK(len == strlen(v[i].want) && !memcmp(got, v[i].want, len),
+                "utf8 vector %zu: got %zu bytes, expected %zu", i, len, strlen(v[i].want));
         free(got);
     }
     printf("utf8: %zu hand-checked vectors\n", sizeof v / sizeof v[0]);
@@ -86,7 +88,12 @@ static void test_utf8_splits(void) {
         size_t n = (size_t)(rand() % 64);
         for (size_t i = 0; i < n; i++) {
             int r = rand() % 6;
-            b[i] = (char)(r == 0 ? 0xC3 : r == 1 ? 0xE2 : r == 2 ? 0xF0 : r == 3 ? 0x80 + rand() % 64 : r == 4 ? 'a' : rand());
+            b[i] = (char)(r == 0   ? 0xC3
+                          : r == 1 ? 0xE2
+                          : r == 2 ? 0xF0
+                          : r == 3 ? 0x80 + rand() % 64
+                          : r == 4 ? 'a'
+                                   : rand());
         }
         size_t cuts[8];
         int n_cuts = n ? rand() % 8 : 0;
@@ -120,7 +127,8 @@ static char *stop_run(const char *text, char *const *stops, int n_stops, size_t 
     rlx_srv_stop s = {.stops = stops, .n_stops = n_stops};
     rlx_srv_buf out = {0};
     size_t n = strlen(text);
-    for (size_t at = 0; at < n; at += step) T_OK(rlx_srv_stop_push(&s, text + at, at + step <= n ? step : n - at, &out));
+    for (size_t at = 0; at < n; at += step)
+        T_OK(rlx_srv_stop_push(&s, text + at, at + step <= n ? step : n - at, &out));
     T_OK(rlx_srv_stop_finish(&s, &out));
     T_OK(rlx_srv_buf_append(&out, "", 0));
     *matched = s.matched;
@@ -144,14 +152,14 @@ static void test_stop(void) {
         const char *stops[3];
     } v[] = {
         {"Hello world! STOP here", {"STOP"}},
-        {"aaab", {"aab"}},                 /* a false start overlapping the match */
+        {"aaab", {"aab"}},                   /* a false start overlapping the match */
         {"one two three", {"three", "two"}}, /* the earliest wins, not the first listed */
         {"no stop in sight", {"xyz", "sight!"}},
         {"ends with a partial ST", {"STOP"}},
         {"<|im_end|> tail", {"<|im_end|>"}},
         {"x\n\nUser: hi", {"\n\nUser:", "\n"}},
-        {"^a^c###", {"##", "c###"}},       /* a later-starting match waits for an earlier partial one */
-        {"^a^c##", {"##", "c###"}},        /* ... which never completes: the later one, at the end */
+        {"^a^c###", {"##", "c###"}}, /* a later-starting match waits for an earlier partial one */
+        {"^a^c##", {"##", "c###"}},  /* ... which never completes: the later one, at the end */
         {"abcd", {"bcd", "c"}},
     };
     int n = 0;

@@ -180,11 +180,14 @@ await test('faults: malformed requests get 4xx in OpenAI\'s shape, the server go
     assert.ok(e.error && typeof e.error.message === 'string' && 'type' in e.error && 'param' in e.error && 'code' in e.error,
       `${path}: not an OpenAI error object: ${JSON.stringify(e)}`);
   }
+  // malformed HTTP: libmicrohttpd answers 400 itself and closes
+  const bad = await raw('GARBAGE / NOT-HTTP\r\n\r\n', 5000);
+  assert.ok(bad && /^HTTP\/1\.[01] 400/.test(bad.got), `malformed request line: ${JSON.stringify(bad && bad.got.slice(0, 40))}`);
   const g = await fetch(`${a.url}/v1/completions`);
   assert.equal(g.status, 405);
   const r = await complete(prompts[3], false);
   assert.equal(r.text, alone[3].text);
-  return `${cases.length + 1} malformed requests`;
+  return `${cases.length + 2} malformed requests`;
 });
 
 summary(`load and faults (${a.model})`);
