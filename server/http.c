@@ -120,6 +120,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!st) {
         if (!(st = calloc(1, sizeof *st))) return MHD_NO;
         *con_cls = st;
+        atomic_fetch_add(&s->open_requests, 1); /* until on_completed: the answer is sent, or the client gone */
         /* a declared length over the limit is refused before the body is read */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->opts.max_body) st->too_big = true;
@@ -141,11 +142,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)cls;
     (void)c;
     (void)why;
+    rlx_server *s = cls;
     conn_state *st = *con_cls;
     if (!st) return;
+    atomic_fetch_sub(&s->open_requests, 1);
     rlx_srv_buf_free(&st->body);
     free(st);
     *con_cls = NULL;

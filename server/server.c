@@ -52,6 +52,7 @@ rlx_status rlx_server_create(const rlx_server_opts *opts, rlx_server **out) {
     s->created = (int64_t)time(NULL);
     atomic_init(&s->ready, false);
     atomic_init(&s->draining, false);
+    atomic_init(&s->open_requests, 0);
     atomic_init(&s->next_id, 1);
     rlx_srv_metrics_init(&s->metrics);
     s->model_name = opts->model_name ? strdup(opts->model_name) : base_name(opts->model_path);
@@ -107,8 +108,15 @@ void rlx_server_shutdown(rlx_server *s, double drain_seconds) {
         MHD_socket fd = MHD_quiesce_daemon(s->mhd); /* no new connections */
         if (fd != MHD_INVALID_SOCKET) close(fd);
     }
+    double deadline = rlx_srv_now() + drain_seconds;
     rlx_srv_loop_stop(&s->loop, drain_seconds);
-    if (s->mhd) MHD_stop_daemon(s->mhd); /* answers are out: close the connections, join their threads */
+    /* every job has finished; let the connections send what is left of their answers (the last
+     * events of a stream) before they are closed, within the drain's time and a second more */
+    while (atomic_load(&s->open_requests) > 0 && rlx_srv_now() < deadline + 1.0) {
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    if (s->mhd) MHD_stop_daemon(s->mhd); /* close the connections, join their threads */
     s->mhd = NULL;
 }
 

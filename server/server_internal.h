@@ -22,9 +22,10 @@ struct rlx_server {
     rlx_server_opts opts; /* strings borrowed from the caller */
     char *model_name;     /* owned */
     char url[300];
-    struct MHD_Daemon *mhd; /* owned */
-    atomic_bool ready;      /* the model is loaded and the engine thread runs */
-    atomic_bool draining;   /* shutting down: new requests get 503 */
+    struct MHD_Daemon *mhd;   /* owned */
+    atomic_bool ready;        /* the model is loaded and the engine thread runs */
+    atomic_bool draining;     /* shutting down: new requests get 503 */
+    atomic_int open_requests; /* requests whose headers came and whose answer is not all sent */
     bool shut_down;
     rlx_engine *engine;      /* owned; the loop's thread alone calls it once ready */
     rlx_tokenizer *tok;      /* owned; thread-safe */
