@@ -190,6 +190,12 @@ static bool parse_stream(json_t *root, rlx_srv_request *r, rlx_srv_error *err) {
         return BAD("stream_options.include_usage", "'stream_options.include_usage' must be a boolean, not %s",
                    type_name(iu));
     r->include_usage = iu && json_is_true(iu);
+    /* vLLM's: usage in every chunk, so a client can count the tokens of a chunk that holds several */
+    json_t *cu = field(so, "continuous_usage_stats");
+    if (cu && !json_is_boolean(cu))
+        return BAD("stream_options.continuous_usage_stats",
+                   "'stream_options.continuous_usage_stats' must be a boolean, not %s", type_name(cu));
+    r->continuous_usage = cu && json_is_true(cu);
     return true;
 }
 

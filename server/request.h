@@ -53,6 +53,7 @@ typedef struct rlx_srv_request {
     char *stop[RLX_SRV_MAX_STOPS]; /* owned, n_stop non-empty strings */
     int n_stop;
     bool stream, include_usage;
+    bool continuous_usage;     /* stream_options.continuous_usage_stats (vLLM): usage in every chunk */
 } rlx_srv_request;
 
 /* Parses body[0, len) as a request of that kind into *out (zeroed first; free it with

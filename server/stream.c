@@ -44,6 +44,7 @@ static bool next_events(stream *st) {
     pthread_mutex_lock(&j->mu);
     rlx_srv_finish f = j->finish;
     size_t len = j->text.len;
+    int32_t n_generated = j->n_generated;
     char *text = NULL;
     if (len > st->sent && !(text = malloc(len - st->sent))) {
         pthread_mutex_unlock(&j->mu);
@@ -55,8 +56,14 @@ static bool next_events(stream *st) {
     if (!st->started && kind == RLX_SRV_CHAT)
         ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, NULL, 0, NULL, true));
     st->started = true;
-    if (ok && text)
-        ok = event(st, rlx_srv_chunk_json(st->srv, kind, st->id, st->created, text, len - st->sent, NULL, false));
+    if (ok && text) {
+        json_t *chunk = rlx_srv_chunk_json(st->srv, kind, st->id, st->created, text, len - st->sent, NULL, false);
+        if (chunk && j->req.continuous_usage)
+            json_object_set_new(chunk, "usage",
+                                json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)j->n_ids, "completion_tokens",
+                                          (json_int_t)n_generated, "total_tokens", (json_int_t)j->n_ids + n_generated));
+        ok = event(st, chunk);
+    }
     free(text);
     st->sent = len;
     if (!ok || f == RLX_SRV_RUNNING) return ok;

@@ -23,7 +23,7 @@ static void test_good_chat(void) {
         "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1,"
         "\"presence_penalty\":-0.5,\"frequency_penalty\":1.5,\"ignore_eos\":true,\"seed\":-7,\"max_completion_tokens\":"
         "12,"
-        "\"stop\":[\"END\",\"\\n\\n\"],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+        "\"stop\":[\"END\",\"\\n\\n\"],\"stream\":true,\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true},"
         "\"n\":1,\"user\":\"ignored\",\"logprobs\":false,\"tools\":[]}";
     bool ok = parse(RLX_SRV_CHAT, body, &r, &e);
     T_CHECK(ok, "a good chat request was refused: %s", e.message);
@@ -40,7 +40,7 @@ static void test_good_chat(void) {
         T_CHECK(r.seed_given && r.sample.seed == (uint64_t)-7, "seed -7: %llu", (unsigned long long)r.sample.seed);
         T_CHECK(r.max_tokens == 12, "max_completion_tokens 12: %d", r.max_tokens);
         T_CHECK(r.n_stop == 2 && !strcmp(r.stop[0], "END") && !strcmp(r.stop[1], "\n\n"), "stop strings");
-        T_CHECK(r.stream && r.include_usage, "stream flags");
+        T_CHECK(r.stream && r.include_usage && r.continuous_usage, "stream flags");
     }
     rlx_srv_request_free(&r);
     /* OpenAI's defaults when nothing is given */
