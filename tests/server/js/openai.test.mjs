@@ -136,6 +136,20 @@ await test('prefix cache: a repeated long prompt reports cached tokens', async (
   return `${r.usage.prompt_tokens_details.cached_tokens} of ${r.usage.prompt_tokens} prompt tokens cached`;
 });
 
+await test('prefix cache: a chat that comes back with one more turn reuses its history', async () => {
+  const first = [{ role: 'system', content: 'You tell short stories about animals. '.repeat(4) },
+    { role: 'user', content: 'Tell me about a cat who lived by the sea and liked fish.' }];
+  const r1 = await client.chat.completions.create({ model: a.model, messages: first, temperature: 0, max_tokens: 16 });
+  const second = [...first, { role: 'assistant', content: r1.choices[0].message.content },
+    { role: 'user', content: 'And then?' }];
+  const r2 = await client.chat.completions.create({ model: a.model, messages: second, temperature: 0, max_tokens: 4 });
+  const cached = r2.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(r2.usage.prompt_tokens > r1.usage.prompt_tokens);
+  assert.ok(cached > 0, `the second turn found ${cached} cached tokens`);
+  assert.ok(cached <= r1.usage.prompt_tokens + r1.usage.completion_tokens);
+  return `turn 2: ${cached} of ${r2.usage.prompt_tokens} prompt tokens cached`;
+});
+
 await test('errors: each a 4xx through the client\'s own exception classes', async () => {
   let e = await rejects(() => client.chat.completions.create({ model: a.model, messages: [] }), OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'messages');
