@@ -25,7 +25,8 @@ port_llama=18081
 wait_ready() { # URL PID
   for _ in $(seq 1 600); do
     kill -0 "$2" 2>/dev/null || { echo "server exited while loading" >&2; return 1; }
-    curl -sf "$1/health" >/dev/null 2>&1 && return 0
+    python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/health", timeout=2)' "$1" \
+      >/dev/null 2>&1 && return 0
     sleep 0.5
   done
   echo "server not ready after 300 s" >&2
