@@ -8,7 +8,6 @@ PKGS=(
   clang libclang-rt-14-dev                     # libFuzzer targets (RLX_FUZZ=ON)
   jq                                           # shell tests check `rlx inspect --json`
   libmicrohttpd-dev                            # rlx serve: HTTP
-  nodejs npm                                   # rlx serve's tests: the official openai client (tests/server)
   python3                                      # tools/serve_bench.py, the load client (tested in tests/server)
   yamllint                                     # docs/DEPLOY.md's manifests (tests/server/deploy_yaml.sh)
   libvulkan-dev libvulkan-volk-dev             # Vulkan backend: headers + volk (the loader is found at run time)
@@ -19,6 +18,14 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# rlx serve's tests: the official openai client (tests/server) needs node and npm. A machine whose
+# node came from elsewhere (NodeSource's nodejs bundles npm, and conflicts with Debian's npm) keeps
+# it; else Debian's nodejs and npm.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
