@@ -58,9 +58,11 @@ static void session_destroy(rlx_session *s) {
     for (int32_t l = 0; l < s->kv.n_layer; l++) {
         if (s->k_cache) free(s->k_cache[l]);
         if (s->v_cache) free(s->v_cache[l]);
+        if (s->state) free(s->state[l]);
     }
     free(s->k_cache);
     free(s->v_cache);
+    free(s->state);
     free(s);
 }
 
@@ -116,8 +118,21 @@ static rlx_status alloc_kv(rlx_session *s, const rlx_state_spec *kv) {
     RLX_TRY(check_kv_fits(&s->kv, k_elems, v_elems));
     s->k_cache = calloc((size_t)kv->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc((size_t)kv->n_layer, sizeof *s->v_cache);
-    if (!s->k_cache || !s->v_cache) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
+    s->state = calloc((size_t)kv->n_layer, sizeof *s->state);
+    if (!s->k_cache || !s->v_cache || !s->state) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
+    size_t state_bytes;
+    if (__builtin_mul_overflow((size_t)kv->n_state_slots, (size_t)kv->state_floats * sizeof(float), &state_bytes))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: %d state slots of %lld floats overflow",
+                          kv->n_state_slots, (long long)kv->state_floats);
     for (int32_t l = 0; l < kv->n_layer; l++) {
+        uint8_t kind = kv->layer_kind ? kv->layer_kind[l] : RLX_STATE_KV;
+        if (kind == RLX_STATE_RECURRENT) {
+            s->state[l] = calloc(1, state_bytes);
+            if (!s->state[l])
+                return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: recurrent state of layer %d (%zu bytes)", l,
+                                  state_bytes);
+        }
+        if (kind != RLX_STATE_KV) continue;
         s->k_cache[l] = calloc(1, k_elems);
         s->v_cache[l] = calloc(1, v_elems);
         if (!s->k_cache[l] || !s->v_cache[l])
@@ -179,6 +194,8 @@ static void program_destroy(rlx_program *p) {
     free(p->row_pos);
     free(p->row_seq);
     free(p->ident_pages);
+    free(p->row_next);
+    free(p->row_first);
     free(p);
 }
 
@@ -217,12 +234,25 @@ static rlx_status bind_cache(const rlx_session *s, rlx_node i, rlx_cpu_node *n) 
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? s->kv.head_dim_v : s->kv.head_dim;
-    if (a->layer >= s->kv.n_layer || sh->dim[1] != s->kv.n_head_kv || sh->dim[2] != dh)
+    if (a->layer >= s->kv.n_layer || !s->k_cache[a->layer] || sh->dim[1] != s->kv.n_head_kv || sh->dim[2] != dh)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d KV_CACHE layer %d %s [%" PRId64 ", %" PRId64
                           ", %" PRId64 "] does not fit the session cache: %d layers of [%lld, %d, %d]", i, a->layer,
                           a->kv_is_v ? "V" : "K", sh->dim[0], sh->dim[1], sh->dim[2], s->kv.n_layer,
                           (long long)rlx_state_kv_rows(&s->kv), s->kv.n_head_kv, dh);
     n->store = CPU_STORE_CACHE;
+    return NULL;
+}
+
+/* A STATE node: one part of a recurrent layer's state per slot, within the layer's state_floats. */
+static rlx_status bind_state(const rlx_session *s, rlx_node i, rlx_cpu_node *n) {
+    const rlx_attrs *a = &n->info.attrs;
+    bool recurrent = a->layer < s->kv.n_layer && s->state[a->layer];
+    if (!recurrent || a->state_offset > s->kv.state_floats - n->numel)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d STATE layer %d floats [%" PRId64 ", +%" PRId64
+                          ") is not within a recurrent layer's state of the session (%d layers, %lld floats per slot%s)",
+                          i, a->layer, a->state_offset, n->numel, s->kv.n_layer, (long long)s->kv.state_floats,
+                          a->layer < s->kv.n_layer && !recurrent ? "; this layer is not recurrent" : "");
+    n->store = CPU_STORE_STATE;
     return NULL;
 }
 
@@ -246,6 +276,10 @@ static rlx_status copy_graph(rlx_session *s, const rlx_graph *g, rlx_program *p)
             break;
         case RLX_OP_WEIGHT: RLX_TRY(bind_weight(s, i, n)); break;
         case RLX_OP_KV_CACHE: RLX_TRY(bind_cache(s, i, n)); break;
+        case RLX_OP_STATE:
+            RLX_TRY(bind_state(s, i, n));
+            p->has_state = true;
+            break;
         case RLX_OP_RESHAPE:
         case RLX_OP_KV_WRITE: n->store = CPU_STORE_ALIAS; break;
         default: n->store = CPU_STORE_ARENA; break;
@@ -288,6 +322,7 @@ static void bind_storage(rlx_program *p, const rlx_run_args *a) {
         case CPU_STORE_CACHE:
             p->data[i] = n->info.attrs.kv_is_v ? s->v_cache[n->info.attrs.layer] : s->k_cache[n->info.attrs.layer];
             break;
+        case CPU_STORE_STATE: p->data[i] = s->state[n->info.attrs.layer] + n->info.attrs.state_offset; break;
         case CPU_STORE_ALIAS: p->data[i] = p->data[n->info.in[0]]; break;
         }
     }
@@ -299,9 +334,14 @@ static rlx_status run(rlx_program *p, const rlx_run_args *a) {
     rlx_run_rows ident;
     const rlx_run_rows *rows;
     RLX_TRY(rlx_cpu_rows_of(p, a, &ident, &rows));
+    if (p->has_state) {
+        RLX_TRY(rlx_backend_check_state_rows(a, p->session->kv.n_state_slots));
+        RLX_TRY(rlx_cpu_state_rows(p, rows, a->n_tokens));
+    }
     rlx_cpu_backend *b = p->session->backend;
     rlx_cpu_exec ex = {.p = p, .pool = b->pool, .n_threads = b->n_threads, .simd = b->simd, .n_tokens = a->n_tokens,
-                       .rows = rows, .page_size = p->page_size};
+                       .rows = rows, .page_size = p->page_size, .state_floats = p->session->kv.state_floats,
+                       .row_next = p->row_next, .row_first = p->row_first};
     bind_storage(p, a);
     for (rlx_node i = 0; i < p->n_nodes; i++) RLX_TRY(kernels[p->nodes[i].info.op](&ex, i));
     for (int32_t o = 0; o < p->n_outputs; o++) {

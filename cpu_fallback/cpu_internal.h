@@ -96,7 +96,9 @@ struct rlx_session {
                                  which must outlive the session (backend.h) */
     size_t n_weights;
     rlx_state_spec kv;          /* head_dim_v resolved; layer_kind NULL (borrowed at create only) */
-    float **k_cache, **v_cache; /* owned: n_layer pools each, [n_pages * page_size, H_kv, Dh] / [.., Dv] */
+    float **k_cache, **v_cache; /* owned: n_layer pools each, [n_pages * page_size, H_kv, Dh] / [.., Dv];
+                                   NULL for a layer that is not RLX_STATE_KV */
+    float **state;              /* owned: n_layer; a recurrent layer's [n_state_slots, state_floats], else NULL */
 };
 
 /* Where a node's values live during a run. */
@@ -105,6 +107,7 @@ typedef enum {
     CPU_STORE_INPUT,  /* the caller's input buffer */
     CPU_STORE_WEIGHT, /* the session's weight data, or the program's f32 copy of it */
     CPU_STORE_CACHE,  /* the session's KV cache of one layer */
+    CPU_STORE_STATE,  /* the session's recurrent state of one layer (all slots; kernels add the slot) */
     CPU_STORE_ALIAS,  /* the storage of input 0 (RESHAPE, KV_WRITE) */
 } rlx_cpu_store;
 
@@ -140,10 +143,14 @@ struct rlx_program {
     /* rows (cpu_rows.c) */
     int64_t kv_rows;             /* the largest KV_CACHE dim[0] (logical capacity); 0: none */
     bool kv_writes;              /* the graph has a KV_WRITE */
+    bool has_state;              /* the graph has a STATE */
     int32_t page_size;           /* the session's (1 without a KV pool) */
     int32_t *row_pos, *row_seq;  /* owned, static_rows: the single-sequence form's rows */
     int32_t *ident_pages;        /* owned, ident_cols: page k is pool page k */
     int32_t ident_cols;
+    /* recurrent state (cpu_rows.c), when has_state: owned, static_rows each */
+    int32_t *row_next;           /* the next row of the same sequence in this run, -1: none */
+    int32_t *row_first;          /* 1 where a row is its sequence's first in this run */
 };
 
 /* One run: what every kernel sees. */
@@ -157,7 +164,15 @@ typedef struct rlx_cpu_exec {
      * one (n_past), already checked (rlx_backend_check_rows) */
     const rlx_run_rows *rows;
     int32_t page_size;
+    /* a STATE's floats in slot s of its layer: data + slot_of(row's table row) * state_floats + offset */
+    int64_t state_floats;
+    const int32_t *row_next, *row_first; /* the program's, set for this run when it has a STATE */
 } rlx_cpu_exec;
+
+/* The state slot of table row s (ir/ops.def, recurrent state). */
+static inline int32_t cpu_slot_of(const rlx_cpu_exec *ex, int32_t s) {
+    return ex->rows->slots ? ex->rows->slots[s] : s;
+}
 
 static inline const rlx_cpu_node *cpu_node(const rlx_cpu_exec *ex, rlx_node i) { return &ex->p->nodes[i]; }
 static inline float *cpu_f32(const rlx_cpu_exec *ex, rlx_node i) { return (float *)ex->p->data[i]; }
@@ -205,6 +220,9 @@ void rlx_cpu_matmul(const rlx_cpu_exec *ex, const float *x, int64_t n, const rlx
 /* Per-thread scratch (floats) rlx_cpu_matmul needs for rows of `cols` elements. */
 size_t rlx_cpu_matmul_scratch(int64_t cols);
 
+/* Per-thread scratch floats DELTA_RULE node n needs, its values dv wide (cpu_kernels_recurrent.c). */
+size_t rlx_cpu_delta_scratch(const rlx_node_info *n, int64_t dv);
+
 /* Program planning (cpu_plan.c): token rows, storage, arena and scratch sizes. */
 rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);
 
@@ -214,6 +232,8 @@ rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);
  * form written out in *ident (borrowing the program's tables). copy_pages: backend.h. */
 rlx_status rlx_cpu_rows_plan(rlx_program *p);
 rlx_status rlx_cpu_rows_of(rlx_program *p, const rlx_run_args *a, rlx_run_rows *ident, const rlx_run_rows **out);
+/* Fills the program's row_next / row_first for rows (checked) of n_tokens valid rows. */
+rlx_status rlx_cpu_state_rows(rlx_program *p, const rlx_run_rows *rows, int32_t n_tokens);
 rlx_status rlx_cpu_copy_pages(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
 
 typedef rlx_status (*rlx_cpu_kernel)(const rlx_cpu_exec *ex, rlx_node i);

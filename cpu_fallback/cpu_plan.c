@@ -39,6 +39,7 @@ static void node_scratch(const rlx_program *p, const rlx_cpu_node *n, size_t *sc
         *scratch = (size_t)p->nodes[in->in[1]].info.shape.dim[0] + (size_t)in->shape.dim[2];
         break;
     case RLX_OP_ROPE: *scratch = (size_t)in->attrs.rope.n_rot; break;
+    case RLX_OP_DELTA_RULE: *scratch = rlx_cpu_delta_scratch(in, in->shape.dim[2]); break;
     case RLX_OP_MOE_FFN: {
         const rlx_shape *gate = &p->nodes[in->in[2]].info.shape;
         int64_t rows = in->shape.dim[0], d = gate->dim[2], f = gate->dim[1];

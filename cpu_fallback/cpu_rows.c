@@ -81,6 +81,26 @@ rlx_status rlx_cpu_rows_plan(rlx_program *p) {
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: the rows of %" PRId64 " tokens and %d pages",
                           p->static_rows, p->ident_cols);
     for (int32_t k = 0; k < p->ident_cols; k++) p->ident_pages[k] = k;
+    if (!p->has_state) return NULL;
+    p->row_next = malloc((size_t)p->static_rows * sizeof *p->row_next);
+    p->row_first = malloc((size_t)p->static_rows * sizeof *p->row_first);
+    if (!p->row_next || !p->row_first)
+        return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: the state rows of %" PRId64 " tokens", p->static_rows);
+    return NULL;
+}
+
+rlx_status rlx_cpu_state_rows(rlx_program *p, const rlx_run_rows *rows, int32_t n_tokens) {
+    int32_t *last = malloc((size_t)rows->n_seqs * sizeof *last);
+    if (!last) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "run: state rows of %d sequences", rows->n_seqs);
+    for (int32_t s = 0; s < rows->n_seqs; s++) last[s] = -1;
+    for (int32_t r = 0; r < n_tokens; r++) {
+        int32_t s = rows->seq[r];
+        p->row_next[r] = -1;
+        p->row_first[r] = last[s] < 0;
+        if (last[s] >= 0) p->row_next[last[s]] = r;
+        last[s] = r;
+    }
+    free(last);
     return NULL;
 }
 
@@ -157,6 +177,7 @@ rlx_status rlx_cpu_copy_pages(rlx_session *s, const int32_t *src, const int32_t 
     for (int32_t i = 0; i < n; i++) {
         if (src[i] == dst[i]) continue;
         for (int32_t l = 0; l < kv->n_layer; l++) {
+            if (!s->k_cache[l]) continue; /* not an attention layer */
             memcpy(s->k_cache[l] + (size_t)dst[i] * k_page, s->k_cache[l] + (size_t)src[i] * k_page,
                    k_page * sizeof(float));
             memcpy(s->v_cache[l] + (size_t)dst[i] * v_page, s->v_cache[l] + (size_t)src[i] * v_page,

@@ -19,6 +19,7 @@ typedef enum {
     RLX_OPERAND_MATRIX, /* a packed matrix in its stored type (MATMUL w, EMBED table, MOE_FFN experts) */
     RLX_OPERAND_IDS,    /* I32 ids (EMBED) */
     RLX_OPERAND_CACHE,  /* the KV cache written in place (KV_WRITE) */
+    RLX_OPERAND_STATE,  /* a recurrent state read and written in place (CAUSAL_CONV, DELTA_RULE) */
 } rlx_operand;
 
 rlx_operand rlx_op_operand(rlx_op op, int k);

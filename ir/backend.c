@@ -85,6 +85,43 @@ rlx_status rlx_backend_check_rows(const rlx_run_args *a, const rlx_rows_bounds *
     return b->writes && b->kv_rows > 0 ? check_distinct_writes(a, b->page_size) : NULL;
 }
 
+rlx_status rlx_backend_check_state_rows(const rlx_run_args *a, int32_t n_state_slots) {
+    if (n_state_slots < 1)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: the program has recurrent state but the session has no "
+                          "state slots (rlx_state_spec.n_state_slots)");
+    const rlx_run_rows *r = a->rows;
+    if (!r) return NULL;
+    /* last[s]: the last row seen of table row s (-1: none); owner[slot]: the table row using it */
+    int32_t *last = malloc(((size_t)r->n_seqs + (size_t)n_state_slots) * sizeof *last);
+    if (!last) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "run: state rows of %d sequences", r->n_seqs);
+    int32_t *owner = last + r->n_seqs;
+    for (int32_t s = 0; s < r->n_seqs; s++) last[s] = -1;
+    for (int32_t k = 0; k < n_state_slots; k++) owner[k] = -1;
+    rlx_status st = NULL;
+    for (int32_t i = 0; !st && i < a->n_tokens; i++) {
+        int32_t s = r->seq[i], prev = last[s];
+        if (prev >= 0 && r->pos[i] != r->pos[prev] + 1) {
+            st = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: row %d is position %d of sequence %d, whose previous row "
+                            "%d is position %d: a recurrent state needs consecutive positions in row order", i,
+                            r->pos[i], s, prev, r->pos[prev]);
+            break;
+        }
+        last[s] = i;
+        if (prev >= 0) continue;
+        int32_t slot = r->slots ? r->slots[s] : s;
+        if (slot < 0 || slot >= n_state_slots)
+            st = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: sequence %d's state slot %d is outside the session's %d",
+                            s, slot, n_state_slots);
+        else if (owner[slot] >= 0)
+            st = rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "run: sequences %d and %d share state slot %d", owner[slot], s,
+                            slot);
+        else
+            owner[slot] = s;
+    }
+    free(last);
+    return st;
+}
+
 rlx_status rlx_state_spec_check(const rlx_state_spec *s) {
     if (s->n_layer == 0) return NULL;
     if (s->n_layer < 0 || s->n_head_kv < 1 || s->head_dim < 1 || s->head_dim_v < 0 || s->n_pages < 1 ||
@@ -99,8 +136,10 @@ rlx_status rlx_state_spec_check(const rlx_state_spec *s) {
     for (int32_t l = 0; s->layer_kind && l < s->n_layer; l++)
         if (s->layer_kind[l] > RLX_STATE_RECURRENT)
             return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: layer %d has state kind %d", l, s->layer_kind[l]);
-    if (s->n_state_slots < 0 || s->state_floats < 0)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: %d state slots of %lld floats", s->n_state_slots,
-                          (long long)s->state_floats);
+    bool recurrent = false;
+    for (int32_t l = 0; s->layer_kind && l < s->n_layer; l++) recurrent |= s->layer_kind[l] == RLX_STATE_RECURRENT;
+    if (s->n_state_slots < 0 || s->state_floats < 0 || (recurrent && (s->n_state_slots < 1 || s->state_floats < 1)))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: %d state slots of %lld floats%s", s->n_state_slots,
+                          (long long)s->state_floats, recurrent ? ", expected both >= 1 for the recurrent layers" : "");
     return NULL;
 }

@@ -64,6 +64,9 @@ typedef struct rlx_run_rows {
     const int32_t *pages; /* [n_seqs * page_cols] */
     int32_t n_seqs;
     int32_t page_cols;
+    /* [n_seqs]: the recurrent state slot of each table row (ir/ops.def, recurrent state); NULL:
+     * table row s owns slot s. Read only by programs with a STATE node. */
+    const int32_t *slots;
 } rlx_run_rows;
 
 /* One run of a program. inputs[i] is the host data of the graph's i-th INPUT node (its full static
@@ -100,6 +103,12 @@ typedef struct rlx_rows_bounds {
  * a table row, its position lies in [0, kv_rows), the pages it reads (0 .. pos / page_size of its
  * sequence) exist in the pool, and no two rows write the same pool row. NULL rows pass. */
 rlx_status rlx_backend_check_rows(const rlx_run_args *a, const rlx_rows_bounds *b);
+
+/* The checks of a run's rows that a program with recurrent state (a STATE node) makes before any
+ * kernel (ir/ops.def, recurrent state): the slot of every table row a valid row uses lies in
+ * [0, n_state_slots) and no two such table rows share one; each sequence's rows are consecutive
+ * positions in row order. NULL rows (the single-sequence form, slot 0) need one slot. */
+rlx_status rlx_backend_check_state_rows(const rlx_run_args *a, int32_t n_state_slots);
 
 /* The pool row of position pos of table row seq (after rlx_backend_check_rows passed). */
 static inline int64_t rlx_rows_pool_row(const rlx_run_rows *r, int32_t seq, int32_t pos, int32_t page_size) {

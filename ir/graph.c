@@ -275,6 +275,37 @@ rlx_node rlx_moe_ffn(rlx_graph *g, rlx_node x, rlx_node route, rlx_node gate, rl
     return add_op(g, RLX_OP_MOE_FFN, 5, (rlx_node[]){x, route, gate, up, down});
 }
 
+rlx_node rlx_state(rlx_graph *g, int32_t layer, int64_t state_offset, rlx_shape shape) {
+    rlx_node_info n = node_of(RLX_OP_STATE, 0, NULL);
+    n.shape = shape;
+    n.attrs.layer = layer;
+    n.attrs.state_offset = state_offset;
+    return add_node(g, n, 0);
+}
+
+rlx_node rlx_causal_conv(rlx_graph *g, rlx_node x, rlx_node w, rlx_node state) {
+    return add_op(g, RLX_OP_CAUSAL_CONV, 3, (rlx_node[]){x, w, state});
+}
+
+rlx_node rlx_delta_rule(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node gate, rlx_node beta, rlx_node state,
+                        int32_t chunk) {
+    rlx_node_info n = node_of(RLX_OP_DELTA_RULE, 6, (rlx_node[]){q, k, v, gate, beta, state});
+    n.attrs.chunk = chunk;
+    return add_node(g, n, 0);
+}
+
+rlx_node rlx_delta_gate(rlx_graph *g, rlx_node a, rlx_node A, rlx_node dt_bias) {
+    return add_op(g, RLX_OP_DELTA_GATE, 3, (rlx_node[]){a, A, dt_bias});
+}
+
+rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps) {
+    rlx_node_info n = node_of(RLX_OP_L2_NORM, 1, (rlx_node[]){x});
+    n.attrs.eps = eps;
+    return add_node(g, n, 0);
+}
+
+rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x) { return add_op(g, RLX_OP_SIGMOID, 1, (rlx_node[]){x}); }
+
 void rlx_graph_mark_output(rlx_graph *g, rlx_node n, const char *name) {
     if (!g) return;
     if (n < 0 || n >= g->n_nodes) {

@@ -26,7 +26,7 @@ const char *rlx_op_name(rlx_op op);
 int rlx_op_max_inputs(rlx_op op);
 
 #define RLX_MAX_DIMS 4
-#define RLX_MAX_INPUTS 5
+#define RLX_MAX_INPUTS 6
 #define RLX_NO_NODE (-1)
 
 typedef int32_t rlx_node; /* index into rlx_graph.nodes, or RLX_NO_NODE */
@@ -49,13 +49,15 @@ typedef struct rlx_rope_attrs {
 
 /* Attributes; each op reads only the fields its ops.def comment names. */
 typedef struct rlx_attrs {
-    float eps;            /* RMS_NORM */
+    float eps;            /* RMS_NORM, L2_NORM */
     float scale;          /* SCALE, ATTENTION */
     int32_t window;       /* ATTENTION: sliding window, 0 = none */
     rlx_rope_attrs rope;  /* ROPE */
     int32_t top_k;        /* MOE_ROUTE */
     bool norm_topk;       /* MOE_ROUTE */
-    int32_t layer;        /* KV_CACHE */
+    int32_t layer;        /* KV_CACHE, STATE */
+    int64_t state_offset; /* STATE: floats into the layer's state of one slot */
+    int32_t chunk;        /* DELTA_RULE: rows per chunk of the chunked form, 0 = 64, 1 = step by step */
     bool kv_is_v;         /* KV_CACHE: false = K, true = V */
     rlx_shape shape;      /* RESHAPE: the new shape */
 } rlx_attrs;
@@ -129,6 +131,14 @@ rlx_node rlx_last_row(rlx_graph *g, rlx_node x);
 rlx_node rlx_gather_rows(rlx_graph *g, rlx_node x, rlx_node idx);
 rlx_node rlx_moe_route(rlx_graph *g, rlx_node logits, int32_t top_k, bool norm_topk);
 rlx_node rlx_moe_ffn(rlx_graph *g, rlx_node x, rlx_node route, rlx_node gate, rlx_node up, rlx_node down);
+/* Gated DeltaNet (ir/ops.def): a layer's state part, the causal conv + SiLU, the delta rule. */
+rlx_node rlx_state(rlx_graph *g, int32_t layer, int64_t state_offset, rlx_shape shape);
+rlx_node rlx_causal_conv(rlx_graph *g, rlx_node x, rlx_node w, rlx_node state);
+rlx_node rlx_delta_rule(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node gate, rlx_node beta, rlx_node state,
+                        int32_t chunk);
+rlx_node rlx_delta_gate(rlx_graph *g, rlx_node a, rlx_node A, rlx_node dt_bias);
+rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps);
+rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
 
 /* Marks a node as a graph output; the name is copied. */
 void rlx_graph_mark_output(rlx_graph *g, rlx_node n, const char *name);

@@ -128,6 +128,17 @@ static bool shape_leaf(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e
             ok = false;
         }
         break;
+    case RLX_OP_STATE:
+        if (n->dtype != RLX_DTYPE_F32) {
+            rlx_shape_error(e, "state is %s, expected F32", rlx_dtype_name(n->dtype));
+            ok = false;
+        }
+        if (n->attrs.layer < 0 || n->attrs.state_offset < 0) {
+            rlx_shape_error(e, "layer %d, state_offset %" PRId64 ": expected both >= 0", n->attrs.layer,
+                            n->attrs.state_offset);
+            ok = false;
+        }
+        break;
     case RLX_OP_KV_CACHE:
         if (n->attrs.layer < 0) {
             rlx_shape_error(e, "layer %d is negative", n->attrs.layer);
@@ -310,6 +321,10 @@ static bool shape_unary(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *
     } else if (n->op == RLX_OP_MOE_ROUTE) {
         ok = false;
     }
+    if (n->op == RLX_OP_L2_NORM && !(n->attrs.eps >= 0.0f)) {
+        rlx_shape_error(e, "eps %g is not >= 0", (double)n->attrs.eps);
+        ok = false;
+    }
     n->dtype = RLX_DTYPE_F32;
     n->shape = x->shape;
     return ok;
@@ -409,6 +424,95 @@ static bool shape_moe_ffn(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors
     }
     n->dtype = RLX_DTYPE_F32;
     n->shape = x->shape;
+    return ok;
+}
+
+/* A recurrent state operand: a STATE node (the op writes it in place, so nothing else will do). */
+static bool check_state_operand(const rlx_node_info *st, const char *what, rlx_shape_errors *e) {
+    if (st->op == RLX_OP_STATE) return true;
+    rlx_shape_error(e, "%s is %s, expected a STATE node", what, rlx_op_name(st->op));
+    return false;
+}
+
+static bool shape_causal_conv(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *x = input(g, n, 0), *w = input(g, n, 1), *st = input(g, n, 2);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 2, 2, e);
+    ok &= check_f32_operand(w, "w", e) & check_rank(w, "w", 2, 2, e);
+    ok &= check_state_operand(st, "state", e) & check_rank(st, "state", 2, 2, e);
+    if (!ok) return false;
+    int64_t c = x->shape.dim[1], k = w->shape.dim[1];
+    if (w->shape.dim[0] != c || k < 2) {
+        rlx_shape_error(e, "w %s, expected [%" PRId64 " channels, K >= 2]", SHAPE_STR(w->shape), c);
+        ok = false;
+    } else if (st->shape.dim[0] != k - 1 || st->shape.dim[1] != c) {
+        rlx_shape_error(e, "state %s, expected [K-1 = %" PRId64 ", %" PRId64 "]", SHAPE_STR(st->shape), k - 1, c);
+        ok = false;
+    }
+    n->dtype = RLX_DTYPE_F32;
+    n->shape = x->shape;
+    return ok;
+}
+
+/* DELTA_RULE's per-head operands g and beta: [n, Hv]. */
+static bool check_head_scalars(const rlx_node_info *t, const char *what, int64_t rows, int64_t hv,
+                               rlx_shape_errors *e) {
+    if (!check_f32_operand(t, what, e) || !check_rank(t, what, 2, 2, e)) return false;
+    if (t->shape.dim[0] == rows && t->shape.dim[1] == hv) return true;
+    rlx_shape_error(e, "%s %s, expected [%" PRId64 ", %" PRId64 "]", what, SHAPE_STR(t->shape), rows, hv);
+    return false;
+}
+
+static bool shape_delta_rule(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
+    const rlx_node_info *gate = input(g, n, 3), *beta = input(g, n, 4), *st = input(g, n, 5);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(q, "q", e) & check_rank(q, "q", 3, 3, e);
+    ok &= check_f32_operand(k, "k", e) & check_rank(k, "k", 3, 3, e);
+    ok &= check_f32_operand(v, "v", e) & check_rank(v, "v", 3, 3, e);
+    ok &= check_state_operand(st, "state", e) & check_rank(st, "state", 3, 3, e);
+    if (n->attrs.chunk < 0) {
+        rlx_shape_error(e, "chunk %d is negative", n->attrs.chunk);
+        ok = false;
+    }
+    if (!ok) return false;
+    int64_t rows = q->shape.dim[0], hk = q->shape.dim[1], dk = q->shape.dim[2];
+    int64_t hv = v->shape.dim[1], dv = v->shape.dim[2];
+    if (!same_shape(&q->shape, &k->shape)) {
+        rlx_shape_error(e, "q %s and k %s differ in shape", SHAPE_STR(q->shape), SHAPE_STR(k->shape));
+        ok = false;
+    }
+    if (v->shape.dim[0] != rows || hv % hk != 0) {
+        rlx_shape_error(e, "v %s, expected [%" PRId64 ", a multiple of %" PRId64 " key heads, dv]",
+                        SHAPE_STR(v->shape), rows, hk);
+        ok = false;
+    }
+    ok &= check_head_scalars(gate, "g", rows, hv, e);
+    ok &= check_head_scalars(beta, "beta", rows, hv, e);
+    if (st->shape.dim[0] != hv || st->shape.dim[1] != dk || st->shape.dim[2] != dv) {
+        rlx_shape_error(e, "state %s, expected [%" PRId64 ", %" PRId64 ", %" PRId64 "]", SHAPE_STR(st->shape), hv,
+                        dk, dv);
+        ok = false;
+    }
+    n->dtype = RLX_DTYPE_F32;
+    n->shape = v->shape;
+    return ok;
+}
+
+static bool shape_delta_gate(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *a = input(g, n, 0), *A = input(g, n, 1), *bias = input(g, n, 2);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(a, "a", e) & check_rank(a, "a", 2, 2, e);
+    ok &= check_f32_operand(A, "A", e) & check_rank(A, "A", 1, 1, e);
+    ok &= check_f32_operand(bias, "dt_bias", e) & check_rank(bias, "dt_bias", 1, 1, e);
+    if (!ok) return false;
+    if (A->shape.dim[0] != a->shape.dim[1] || bias->shape.dim[0] != a->shape.dim[1]) {
+        rlx_shape_error(e, "A %s and dt_bias %s, expected both [%" PRId64 " heads]", SHAPE_STR(A->shape),
+                        SHAPE_STR(bias->shape), a->shape.dim[1]);
+        ok = false;
+    }
+    n->dtype = RLX_DTYPE_F32;
+    n->shape = a->shape;
     return ok;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/analysis.h"
 #include "ir/ir_internal.h"
 
 static bool is_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_WEIGHT || op == RLX_OP_KV_CACHE; }
@@ -19,6 +20,11 @@ static void check_nodes(rlx_graph *scratch, const rlx_graph *g) {
                 rlx_graph_record_error(scratch, "%%%d %s: input %d is %%%d, not an earlier node", i, op, k, n->in[k]);
         if (is_leaf(n->op) && n->op != RLX_OP_KV_CACHE && !n->name && !n->invalid)
             rlx_graph_record_error(scratch, "%%%d %s: has no name", i, op);
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && n->in[k] < i && g->nodes[n->in[k]].op == RLX_OP_STATE &&
+                rlx_op_operand(n->op, k) != RLX_OPERAND_STATE)
+                rlx_graph_record_error(scratch, "%%%d %s: input %d is the STATE %%%d, which only CAUSAL_CONV and "
+                                       "DELTA_RULE read (in place)", i, op, k, n->in[k]);
     }
 }
 
@@ -43,6 +49,8 @@ static void check_outputs(rlx_graph *scratch, const rlx_graph *g) {
         if (g->nodes[o->node].invalid)
             rlx_graph_record_error(scratch, "output '%s': %%%d %s is invalid", o->name, o->node,
                                    rlx_op_name(g->nodes[o->node].op));
+        if (g->nodes[o->node].op == RLX_OP_STATE)
+            rlx_graph_record_error(scratch, "output '%s': %%%d is a STATE, which only its ops read", o->name, o->node);
         if (g->nodes[o->node].op == RLX_OP_WEIGHT)
             rlx_graph_record_error(scratch, "output '%s': %%%d is a WEIGHT, which is not computed", o->name, o->node);
         for (int32_t j = 0; j < i; j++)

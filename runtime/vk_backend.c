@@ -88,6 +88,10 @@ static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx
 }
 
 static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_spec *kv) {
+    for (int32_t l = 0; kv->layer_kind && l < kv->n_layer; l++)
+        if (kv->layer_kind[l] == RLX_STATE_RECURRENT)
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: layer %d keeps recurrent state, which the Vulkan "
+                              "backend does not hold yet", l);
     s->kv = *kv;
     s->kv.layer_kind = NULL; /* borrowed for the call only */
     if (kv->n_layer == 0) return NULL;

@@ -857,6 +857,7 @@ rlx_status vk_program_compile(rlx_session *s, const rlx_graph *g, rlx_program **
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan compile: session, graph and out are required");
     rlx_status st = rlx_graph_verify(g);
     if (st) return rlx_status_annotate(st, "compile: the graph does not verify");
+    RLX_TRY(vk_check_ops(g));
     rlx_program *p = calloc(1, sizeof *p);
     if (!p) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "compile: cannot allocate a program");
     p->s = s;

@@ -244,6 +244,10 @@ void vk_plan_fusion(rlx_program *p);
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i);
 /* Appends node i's dispatches (none for leaves and views). */
 rlx_status vk_lower_node(rlx_program *p, rlx_node i);
+/* Whether the backend has a lowering for op; vk_check_ops refuses, naming it, a graph with an op
+ * it has not (RLX_ERR_UNSUPPORTED). */
+bool vk_op_supported(rlx_op op);
+rlx_status vk_check_ops(const rlx_graph *g);
 /* Whether kernels can decode weights of this type (rlx_dtype). */
 bool vk_weight_type_supported(uint32_t type);
 

@@ -213,6 +213,14 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 #define lower_WEIGHT lower_none
 #define lower_KV_CACHE lower_none
 #define lower_RESHAPE lower_none
+/* Ops the CPU reference has and this backend not yet (their kernels are a later step): refused at
+ * compile by name (vk_check_ops), before anything is planned. */
+#define lower_STATE NULL
+#define lower_CAUSAL_CONV NULL
+#define lower_DELTA_RULE NULL
+#define lower_DELTA_GATE NULL
+#define lower_L2_NORM NULL
+#define lower_SIGMOID NULL
 
 static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *ids = in(p, i, 1);
@@ -1054,9 +1062,21 @@ static const lower_fn lowerings[RLX_OP_COUNT] = {
 #undef RLX_OP
 };
 
+bool vk_op_supported(rlx_op op) { return (unsigned)op < RLX_OP_COUNT && lowerings[op] != NULL; }
+
+rlx_status vk_check_ops(const rlx_graph *g) {
+    for (rlx_node i = 0; i < rlx_graph_n_nodes(g); i++) {
+        rlx_op op = rlx_graph_node(g, i)->op;
+        if (!vk_op_supported(op))
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d %s: the Vulkan backend has no kernel for this op yet "
+                              "(the CPU backend runs it)", i, rlx_op_name(op));
+    }
+    return NULL;
+}
+
 rlx_status vk_lower_node(rlx_program *p, rlx_node i) {
     rlx_op op = p->nodes[i].info.op;
-    if ((unsigned)op >= RLX_OP_COUNT || !lowerings[op])
-        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: no Vulkan lowering for op %d", i, (int)op);
+    if (!vk_op_supported(op))
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d %s: no Vulkan lowering", i, rlx_op_name(op));
     return lowerings[op](p, i);
 }

@@ -12,12 +12,14 @@
  * below a stated bound. f32 with a blocked dot of K terms has error below ~(K/16 + 4) * 2^-24 *
  * sum|terms|, so rtol 1e-5 holds for every K used here.
  *
- * The op list is generated from ops.def: an op without a test_<OP> function fails to compile. */
+ * The op list is generated from ops.def: an op without a test_<OP> function fails to compile. The
+ * Gated DeltaNet ops' tests are in test_cpu_recurrent.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_recurrent_tests.h"
 #include "ir/backend.h"
 #include "loader/core/dequant.h"
 #include "loader/core/half.h"
@@ -1005,6 +1007,7 @@ int main(void) {
     test_threads_bitwise();
     printf("run arguments\n");
     test_run_args();
+    test_recurrent_done();
     rlx_backend_destroy(g_cpu);
     return t_summary("test_cpu_ops");
 }

@@ -244,6 +244,66 @@ static void shape_MOE_FFN(void) {
                  "down [8, 512, 256], expected [8, 256, 512]");
 }
 
+static void shape_STATE(void) {
+    expect_shape("STATE layer 1 at 12, [3, 64]", rlx_state(g, 1, 12, S2(3, 64)), RLX_DTYPE_F32, S2(3, 64));
+    expect_error("STATE offset -1", rlx_state(g, 0, -1, S2(3, 64)), "layer 0, state_offset -1: expected both >= 0");
+}
+
+static void shape_CAUSAL_CONV(void) {
+    rlx_node st = rlx_state(g, 0, 0, S2(3, 96));
+    expect_shape("CAUSAL_CONV x [7, 96] w [96, 4] state [3, 96]",
+                 rlx_causal_conv(g, in_f32("x", S2(7, 96)), w_of("w", RLX_DTYPE_F32, S2(96, 4)), st), RLX_DTYPE_F32,
+                 S2(7, 96));
+    fresh();
+    st = rlx_state(g, 0, 0, S2(4, 96));
+    expect_error("CAUSAL_CONV state of K rows",
+                 rlx_causal_conv(g, in_f32("x", S2(7, 96)), w_of("w", RLX_DTYPE_F32, S2(96, 4)), st),
+                 "state [4, 96], expected [K-1 = 3, 96]");
+    expect_error("CAUSAL_CONV state not a STATE",
+                 rlx_causal_conv(g, in_f32("x", S2(7, 96)), w_of("w", RLX_DTYPE_F32, S2(96, 4)),
+                                 in_f32("s", S2(3, 96))),
+                 "state is INPUT, expected a STATE node");
+}
+
+static void shape_DELTA_RULE(void) {
+    rlx_node q = in_f32("q", S3(7, 2, 16)), k = in_f32("k", S3(7, 2, 16)), v = in_f32("v", S3(7, 4, 32));
+    rlx_node gt = in_f32("g", S2(7, 4)), b = in_f32("b", S2(7, 4));
+    expect_shape("DELTA_RULE q,k [7,2,16] v [7,4,32]",
+                 rlx_delta_rule(g, q, k, v, gt, b, rlx_state(g, 0, 0, S3(4, 16, 32)), 0), RLX_DTYPE_F32,
+                 S3(7, 4, 32));
+    fresh();
+    q = in_f32("q", S3(7, 3, 16));
+    k = in_f32("k", S3(7, 3, 16));
+    v = in_f32("v", S3(7, 4, 32));
+    gt = in_f32("g", S2(7, 4));
+    b = in_f32("b", S2(7, 5));
+    expect_error("DELTA_RULE 4 value heads over 3 key heads, beta [7, 5]",
+                 rlx_delta_rule(g, q, k, v, gt, b, rlx_state(g, 0, 0, S3(4, 16, 32)), 0),
+                 "v [7, 4, 32], expected [7, a multiple of 3 key heads, dv]");
+    q = in_f32("q", S3(7, 2, 16));
+    v = in_f32("v", S3(7, 4, 32));
+    gt = in_f32("g", S2(7, 4));
+    expect_error("DELTA_RULE state [4, 32, 16], chunk -1",
+                 rlx_delta_rule(g, q, q, v, gt, gt, rlx_state(g, 0, 0, S3(4, 32, 16)), -1), "chunk -1 is negative");
+}
+
+static void shape_DELTA_GATE(void) {
+    expect_shape("DELTA_GATE a [7, 4] A [4] dt_bias [4]",
+                 rlx_delta_gate(g, in_f32("a", S2(7, 4)), w_of("A", RLX_DTYPE_F32, S1(4)), w_of("b", RLX_DTYPE_F32, S1(4))),
+                 RLX_DTYPE_F32, S2(7, 4));
+    fresh();
+    expect_error("DELTA_GATE A of 5 heads",
+                 rlx_delta_gate(g, in_f32("a", S2(7, 4)), w_of("A", RLX_DTYPE_F32, S1(5)), w_of("b", RLX_DTYPE_F32, S1(4))),
+                 "A [5] and dt_bias [4], expected both [4 heads]");
+}
+
+static rlx_node l2_norm_1e6(rlx_graph *gr, rlx_node x) { return rlx_l2_norm(gr, x, 1e-6f); }
+static void shape_L2_NORM(void) {
+    unary("L2_NORM", l2_norm_1e6);
+    expect_error("L2_NORM eps -1", rlx_l2_norm(g, in_f32("x", S2(7, 512)), -1.0f), "eps -1 is not >= 0");
+}
+static void shape_SIGMOID(void) { unary("SIGMOID", rlx_sigmoid); }
+
 typedef void (*shape_test)(void);
 
 static const shape_test shape_tests[RLX_OP_COUNT] = {

@@ -1393,6 +1393,93 @@ static void test_warm_next(void) {
     warm_next_default();
 }
 
+/* ---- ops the CPU reference has and this backend not yet (the Gated DeltaNet ops) ---- */
+
+static bool g_refused[RLX_OP_COUNT];
+
+/* The graph's compile is refused with RLX_ERR_UNSUPPORTED naming the op: the state of an op whose
+ * kernel is a later step. A kernel landing makes this fail, and its parity test replaces it. */
+static void expect_not_yet(rlx_op op, vkt_graph *t) {
+    rlx_status st = vkt_compile_status(g_vk, t);
+    const char *msg = st ? rlx_status_message(st) : "(compiled)";
+    printf("  not yet on the device: %s\n", msg);
+    bool ok = st && rlx_status_code(st) == RLX_ERR_UNSUPPORTED && strstr(msg, rlx_op_name(op)) &&
+              strstr(msg, "no kernel for this op yet");
+    T_CHECK(ok, "%s: expected RLX_ERR_UNSUPPORTED naming the op, got: %s", rlx_op_name(op), msg);
+    g_refused[op] = ok;
+    vkt_graph_free(t);
+}
+
+static rlx_node state_of(vkt_graph *t, int64_t d0, int64_t d1, int64_t d2) {
+    return rlx_state(t->g, 0, 0, vkt_shape(d2 ? 3 : 2, d0, d1, d2));
+}
+
+static void test_STATE(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 8, 0), 1.0f);
+    rlx_node w = vkt_input_f32(&t, &g_rng, vkt_shape(2, 8, 4, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_causal_conv(t.g, x, w, state_of(&t, 3, 8, 0)), "y");
+    /* the first op the backend lacks is named: the leaf */
+    expect_not_yet(RLX_OP_STATE, &t);
+    /* and a session with a recurrent layer is refused before any graph */
+    static const uint8_t kinds[1] = {RLX_STATE_RECURRENT};
+    vkt_graph_init(&t);
+    t.kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = 4, .n_head_kv = 1, .head_dim = 4,
+                            .layer_kind = kinds, .n_state_slots = 1, .state_floats = 16};
+    rlx_graph_mark_output(t.g, rlx_silu(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 2, 4, 0), 1.0f)), "y");
+    T_ERR(vkt_compile_status(g_vk, &t), RLX_ERR_UNSUPPORTED, "layer 0 keeps recurrent state");
+    vkt_graph_free(&t);
+}
+
+/* Each op alone (its STATE, where it has one, is refused first: the node before it). */
+static void test_CAUSAL_CONV(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 8, 0), 1.0f);
+    rlx_node w = vkt_input_f32(&t, &g_rng, vkt_shape(2, 8, 4, 0), 1.0f);
+    rlx_node st = state_of(&t, 3, 8, 0);
+    rlx_graph_mark_output(t.g, rlx_causal_conv(t.g, x, w, st), "y");
+    T_ERR(vkt_compile_status(g_vk, &t), RLX_ERR_UNSUPPORTED, "STATE");
+    g_refused[RLX_OP_CAUSAL_CONV] = true;
+    vkt_graph_free(&t);
+}
+
+static void test_DELTA_RULE(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node q = vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 1, 4), 1.0f);
+    rlx_node v = vkt_input_f32(&t, &g_rng, vkt_shape(3, 3, 2, 4), 1.0f);
+    rlx_node gb = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 2, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_delta_rule(t.g, q, q, v, gb, gb, state_of(&t, 2, 4, 4), 0), "o");
+    T_ERR(vkt_compile_status(g_vk, &t), RLX_ERR_UNSUPPORTED, "STATE");
+    g_refused[RLX_OP_DELTA_RULE] = true;
+    vkt_graph_free(&t);
+}
+
+static void test_DELTA_GATE(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node a = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 4, 0), 1.0f);
+    rlx_node b = vkt_input_f32(&t, &g_rng, vkt_shape(1, 4, 0, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_delta_gate(t.g, a, b, b), "g");
+    expect_not_yet(RLX_OP_DELTA_GATE, &t);
+}
+
+static void test_L2_NORM(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_graph_mark_output(t.g, rlx_l2_norm(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 16, 0), 1.0f), 1e-6f), "y");
+    expect_not_yet(RLX_OP_L2_NORM, &t);
+}
+
+static void test_SIGMOID(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_graph_mark_output(t.g, rlx_sigmoid(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 16, 0), 1.0f)), "y");
+    expect_not_yet(RLX_OP_SIGMOID, &t);
+}
+
 typedef void (*op_test)(void);
 static const op_test op_tests[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
@@ -1449,7 +1536,8 @@ int main(int argc, char **argv) {
     for (int op = 0; op < RLX_OP_COUNT; op++) {
         printf("%s\n", rlx_op_name((rlx_op)op));
         op_tests[op]();
-        T_CHECK(g_cases[op] > 0, "op %s: no parity case compared anything", rlx_op_name((rlx_op)op));
+        T_CHECK(g_cases[op] > 0 || g_refused[op], "op %s: no parity case compared anything",
+                rlx_op_name((rlx_op)op));
     }
     printf("fusions\n");
     test_fusions();
@@ -1464,7 +1552,8 @@ int main(int argc, char **argv) {
     test_split_weights();
     printf("worst NMSE per op (bound %.0e):\n", TOL_F32);
     for (int op = 0; op < RLX_OP_COUNT; op++)
-        printf("  %-10s %.2e over %d outputs\n", rlx_op_name((rlx_op)op), g_worst[op], g_cases[op]);
+        if (g_refused[op]) printf("  %-10s not yet on the device (refused by name)\n", rlx_op_name((rlx_op)op));
+        else printf("  %-10s %.2e over %d outputs\n", rlx_op_name((rlx_op)op), g_worst[op], g_cases[op]);
     rlx_backend_destroy(g_vk);
     rlx_backend_destroy(g_cpu);
     vkt_check_validation();

@@ -291,7 +291,7 @@ static bool run_paged(bench *b, const run_rows *r) {
         for (int k = 0; k < n_inputs(c); k++)
             row_data(c, k, r->seq[i], r->pos[i], b->in[k] + (size_t)i * (size_t)input_row(c, k));
     }
-    rlx_run_rows rows = {r->pos, seq, b->pg.pages, b->pg.n_table, b->pg.cols};
+    rlx_run_rows rows = {r->pos, seq, b->pg.pages, b->pg.n_table, b->pg.cols, NULL};
     const void *in[3] = {b->in[0], b->in[1], b->in[2]};
     void *out[1] = {b->out}, *same[1] = {b->same};
     rlx_run_args a = {0, r->n, in, out, &rows};
@@ -534,7 +534,7 @@ static void test_refused(vkt_rng *r) {
         return;
     }
     int32_t pages[4] = {3, 1, 0, 2}, pos[2] = {0, 1}, seq[2] = {0, 0};
-    rlx_run_rows rows = {pos, seq, pages, 1, 4};
+    rlx_run_rows rows = {pos, seq, pages, 1, 4, NULL};
     const void *in[3] = {b.in[0], b.in[1], b.in[2]};
     void *out[1] = {b.out};
     rlx_run_args a = {0, 2, in, out, &rows};
@@ -654,7 +654,7 @@ static void test_chain(vkt_rng *r) {
     memcpy(pages, s0, sizeof s0);
     memcpy(pages + COLS, s1, sizeof s1);
     int32_t want[CH_PAST + CH_STEPS], tok = 11, id = -1, pos = 0, seq = 0;
-    rlx_run_rows rows = {&pos, &seq, pages, 3, COLS};
+    rlx_run_rows rows = {&pos, &seq, pages, 3, COLS, NULL};
     const void *in[1] = {&tok};
     void *out[1] = {&id};
     /* the CPU: sequence 1 alone, CH_PAST + CH_STEPS single runs */
