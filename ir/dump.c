@@ -11,7 +11,10 @@ static void dump_dtype(FILE *f, uint32_t dtype) {
 static void dump_attrs(FILE *f, const rlx_node_info *n) {
     switch (n->op) {
     case RLX_OP_KV_CACHE: fprintf(f, " layer=%d %s", n->attrs.layer, n->attrs.kv_is_v ? "v" : "k"); break;
-    case RLX_OP_RMS_NORM: fprintf(f, " eps=%g", (double)n->attrs.eps); break;
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_L2_NORM: fprintf(f, " eps=%g", (double)n->attrs.eps); break;
+    case RLX_OP_STATE: fprintf(f, " layer=%d offset=%lld", n->attrs.layer, (long long)n->attrs.state_offset); break;
+    case RLX_OP_DELTA_RULE: fprintf(f, " chunk=%d", n->attrs.chunk); break;
     case RLX_OP_ROPE:
         fprintf(f, " layout=%s n_rot=%d base=%g", n->attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal",
                 n->attrs.rope.n_rot, (double)n->attrs.rope.freq_base);
