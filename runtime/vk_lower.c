@@ -1064,14 +1064,22 @@ static const lower_fn lowerings[RLX_OP_COUNT] = {
 
 bool vk_op_supported(rlx_op op) { return (unsigned)op < RLX_OP_COUNT && lowerings[op] != NULL; }
 
+/* Names every op of the graph the backend lacks, each once, with its first node. */
 rlx_status vk_check_ops(const rlx_graph *g) {
+    bool seen[RLX_OP_COUNT] = {false};
+    char list[512];
+    size_t used = 0;
     for (rlx_node i = 0; i < rlx_graph_n_nodes(g); i++) {
         rlx_op op = rlx_graph_node(g, i)->op;
-        if (!vk_op_supported(op))
-            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d %s: the Vulkan backend has no kernel for this op yet "
-                              "(the CPU backend runs it)", i, rlx_op_name(op));
+        if (vk_op_supported(op) || seen[op]) continue;
+        seen[op] = true;
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%%%d)", used ? ", " : "",
+                                     rlx_op_name(op), i);
     }
-    return NULL;
+    if (used == 0) return NULL;
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: the Vulkan backend has no kernel for %s yet (the CPU backend runs "
+                      "them)", list);
 }
 
 rlx_status vk_lower_node(rlx_program *p, rlx_node i) {

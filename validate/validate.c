@@ -107,6 +107,7 @@ static void summarise(rlx_validate_report *r, const rlx_validate_opts *o) {
         const rlx_validate_case *c = &r->cases[i];
         rlx_validate_op_summary *s = &r->ops[c->op];
         s->cases++;
+        s->not_yet |= c->not_yet;
         s->failed += !c->pass;
         r->failed += !c->pass;
         if (c->diff.nmse > s->worst_nmse || !(c->diff.nmse == c->diff.nmse)) s->worst_nmse = c->diff.nmse;

@@ -79,12 +79,15 @@ typedef struct rlx_validate_case {
     bool pass;
     char *error;             /* owned: why it could not run (compile or run error), or NULL */
     double ms;
+    bool not_yet;            /* the device refuses the op by name, its kernel a later step: shape holds the
+                                refusal; pass (not a failure) when refused so, a failure when it compiles */
 } rlx_validate_case;
 
 typedef struct rlx_validate_op_summary {
     int32_t op;
     bool leaf;               /* a leaf of ops.def (INPUT, WEIGHT, KV_CACHE): validated as what it holds */
     bool selected;
+    bool not_yet;            /* the CPU reference has it, the device not yet (its cases are not_yet ones) */
     int32_t cases, failed;
     double worst_nmse;
 } rlx_validate_op_summary;

@@ -390,6 +390,62 @@ static void cases_MOE_FFN(vl_sweep *sw) {
     }
 }
 
+/* ---- the Gated DeltaNet ops: the CPU reference has them, the device not yet (vl_case_not_yet) ---- */
+
+/* A session without recurrent layers: the device refuses those at session_create, before the
+ * graph whose ops the case reports. */
+static rlx_node state_part(vl_case *c, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    return rlx_state(c->g, 0, 0, vl_shape(rank, d0, d1, d2));
+}
+
+static void conv_case(vl_sweep *sw, const char *what) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    rlx_node x = vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), w = vl_input_f32(&c, vl_shape(2, 37, 4, 0), 1.0f);
+    vl_output(&c, rlx_causal_conv(c.g, x, w, state_part(&c, 2, 3, 37, 0)), "y");
+    snprintf(c.shape, sizeof c.shape, "%s", what);
+    vl_case_not_yet(&c);
+}
+
+static void cases_STATE(vl_sweep *sw) { conv_case(sw, "a conv's state [3,37]"); }
+static void cases_CAUSAL_CONV(vl_sweep *sw) { conv_case(sw, "x [3,37] K 4"); }
+
+static void cases_DELTA_RULE(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    rlx_node q = vl_input_f32(&c, vl_shape(3, 3, 2, 16), 0.25f), k = vl_input_f32(&c, vl_shape(3, 3, 2, 16), 0.25f);
+    rlx_node v = vl_input_f32(&c, vl_shape(3, 3, 4, 8), 1.0f), g = vl_input_f32(&c, vl_shape(2, 3, 4, 0), 0.5f);
+    rlx_node b = vl_input_f32(&c, vl_shape(2, 3, 4, 0), 0.5f);
+    vl_output(&c, rlx_delta_rule(c.g, q, k, v, g, b, state_part(&c, 3, 4, 16, 8), 0), "o");
+    snprintf(c.shape, sizeof c.shape, "Hk 2 Hv 4 dk 16 dv 8");
+    vl_case_not_yet(&c);
+}
+
+static void cases_DELTA_GATE(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    rlx_node a = vl_input_f32(&c, vl_shape(2, 3, 5, 0), 4.0f), A = vl_input_f32(&c, vl_shape(1, 5, 0, 0), 1.0f);
+    vl_output(&c, rlx_delta_gate(c.g, a, A, vl_input_f32(&c, vl_shape(1, 5, 0, 0), 1.0f)), "g");
+    snprintf(c.shape, sizeof c.shape, "[3,5]");
+    vl_case_not_yet(&c);
+}
+
+static void cases_L2_NORM(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    vl_output(&c, rlx_l2_norm(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), 1e-6f), "y");
+    snprintf(c.shape, sizeof c.shape, "[3,37]");
+    vl_case_not_yet(&c);
+}
+
+static void cases_SIGMOID(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    vl_output(&c, rlx_sigmoid(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 8.0f)), "y");
+    snprintf(c.shape, sizeof c.shape, "[3,37]");
+    vl_case_not_yet(&c);
+}
+
 const vl_op_cases vl_cases_of[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = cases_##name,
 #include "ir/ops.def"

@@ -49,6 +49,10 @@ rlx_node vl_weight(vl_case *c, uint32_t type, int32_t rank, int64_t d0, int64_t 
 void vl_output(vl_case *c, rlx_node n, const char *name);
 /* Runs c on both backends, compares, records one report case, and frees c. */
 void vl_case_finish(vl_case *c);
+/* For an op whose device kernel is a later step: compiles c on the device only, records one
+ * not_yet case (validate.h) that passes when the device refuses it with RLX_ERR_UNSUPPORTED naming
+ * the op, and frees c. */
+void vl_case_not_yet(vl_case *c);
 /* Runs c on backends a and b (instead of the sweep's), compares into *d, and frees c. */
 rlx_status vl_case_compare(vl_case *c, rlx_backend *a, rlx_backend *b, rlx_validate_diff *d);
 

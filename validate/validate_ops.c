@@ -219,6 +219,38 @@ void vl_case_finish(vl_case *c) {
     case_free(c);
 }
 
+void vl_case_not_yet(vl_case *c) {
+    vl_sweep *sw = c->sw;
+    rlx_validate_case *rc = vl_report_case(sw->r);
+    if (!rc) {
+        case_free(c);
+        sw->r->failed++;
+        return;
+    }
+    rc->op = (int32_t)sw->op;
+    rc->wtype = c->wtype;
+    rc->not_yet = true;
+    snprintf(rc->mode, sizeof rc->mode, "%s", sw->mode ? "mixed" : "exact");
+    rlx_status s = c->err;
+    c->err = NULL;
+    side v;
+    memset(&v, 0, sizeof v);
+    if (!s) {
+        s = side_open(&v, sw->vk, c);
+        side_close(&v);
+    }
+    const char *m = s ? rlx_status_message(s) : NULL;
+    bool refused = s && rlx_status_code(s) == RLX_ERR_UNSUPPORTED && m && strstr(m, rlx_op_name(sw->op));
+    if (refused) snprintf(rc->shape, sizeof rc->shape, "not yet on the device: %s", m);
+    else snprintf(rc->shape, sizeof rc->shape, "%s", c->shape);
+    if (!refused)
+        rc->error = strdup(s ? (m ? m : "unknown error")
+                             : "compiles on the device, but the sweep marks it not yet: give it parity cases");
+    rc->pass = refused;
+    rlx_status_free(s);
+    case_free(c);
+}
+
 rlx_status vl_case_compare(vl_case *c, rlx_backend *a, rlx_backend *b, rlx_validate_diff *d) {
     rlx_status s = c->err;
     c->err = NULL;

@@ -53,7 +53,9 @@ static void md_caps(const rlx_validate_report *r, FILE *f) {
 static void md_case(const rlx_validate_case *c, FILE *f) {
     char buf[1024];
     fprintf(f, "| %s | %s | %s | %s | ", op_name(c->op), type_name(c->wtype), cell(c->shape, buf, sizeof buf), c->mode);
-    if (c->error) {
+    if (c->not_yet && c->pass) {
+        fprintf(f, " | | | not yet on the device |\n");
+    } else if (c->error) {
         fprintf(f, " | | %.0e | **ERROR**: %s |\n", c->bound, cell(c->error, buf, sizeof buf));
     } else if (c->diff.ids && c->diff.ids_differ) {
         fprintf(f, "%.2e | %.2e | %.0e, ids exact | **FAIL** (%lld ids differ) |\n", c->diff.nmse, c->diff.max_abs,
@@ -73,7 +75,10 @@ static void md_ops(const rlx_validate_report *r, FILE *f) {
     fprintf(f, "\n| op | kind | cases | failed | worst NMSE |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_ops; i++) {
         const rlx_validate_op_summary *s = &r->ops[i];
-        if (s->selected)
+        if (s->selected && s->not_yet)
+            fprintf(f, "| %s | %s | %d | %d | not yet on the device |\n", op_name(s->op),
+                    s->leaf ? "leaf" : "computing", s->cases, s->failed);
+        else if (s->selected)
             fprintf(f, "| %s | %s | %d | %d | %.2e |\n", op_name(s->op), s->leaf ? "leaf" : "computing", s->cases,
                     s->failed, s->worst_nmse);
         else
@@ -172,6 +177,7 @@ static json_t *json_cases(const rlx_validate_report *r) {
                               "ids", c->diff.ids, "ids_differ", (json_int_t)c->diff.ids_differ, "pass", c->pass, "ms",
                               c->ms);
         json_object_set_new(o, "error", c->error ? json_string(c->error) : json_null());
+        json_object_set_new(o, "not_yet", json_boolean(c->not_yet));
         json_array_append_new(a, o);
     }
     return a;
@@ -181,9 +187,9 @@ static json_t *json_ops(const rlx_validate_report *r) {
     json_t *a = json_array();
     for (size_t i = 0; i < r->n_ops; i++) {
         const rlx_validate_op_summary *s = &r->ops[i];
-        json_array_append_new(a, json_pack("{s:s, s:b, s:b, s:i, s:i, s:o}", "op", op_name(s->op), "leaf", s->leaf,
-                                           "selected", s->selected, "cases", s->cases, "failed", s->failed,
-                                           "worst_nmse", num(s->worst_nmse)));
+        json_array_append_new(a, json_pack("{s:s, s:b, s:b, s:b, s:i, s:i, s:o}", "op", op_name(s->op), "leaf",
+                                           s->leaf, "selected", s->selected, "not_yet", s->not_yet, "cases", s->cases,
+                                           "failed", s->failed, "worst_nmse", num(s->worst_nmse)));
     }
     return a;
 }
