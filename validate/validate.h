@@ -79,8 +79,8 @@ typedef struct rlx_validate_case {
     bool pass;
     char *error;             /* owned: why it could not run (compile or run error), or NULL */
     double ms;
-    bool not_yet;            /* the device refuses the op by name, its kernel a later step: shape holds the
-                                refusal; pass (not a failure) when refused so, a failure when it compiles */
+    bool not_yet;            /* the op's device kernel is a later step: pass (not a failure) when the device
+                                refuses it by name (RLX_ERR_UNSUPPORTED), a failure when it compiles */
 } rlx_validate_case;
 
 typedef struct rlx_validate_op_summary {

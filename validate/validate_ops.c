@@ -241,8 +241,7 @@ void vl_case_not_yet(vl_case *c) {
     }
     const char *m = s ? rlx_status_message(s) : NULL;
     bool refused = s && rlx_status_code(s) == RLX_ERR_UNSUPPORTED && m && strstr(m, rlx_op_name(sw->op));
-    if (refused) snprintf(rc->shape, sizeof rc->shape, "not yet on the device: %s", m);
-    else snprintf(rc->shape, sizeof rc->shape, "%s", c->shape);
+    snprintf(rc->shape, sizeof rc->shape, "%s", c->shape);
     if (!refused)
         rc->error = strdup(s ? (m ? m : "unknown error")
                              : "compiles on the device, but the sweep marks it not yet: give it parity cases");
