@@ -226,9 +226,10 @@ json_t *rlx_inspect_config_json(const rlx_model_config *c) {
                           (json_int_t)c->sliding_window, "attn_scale", (double)c->attn_scale, "embd_scale",
                           (double)c->embd_scale, "layers", kinds);
     if (c->n_expert)
-        json_object_set_new(j, "moe", json_pack("{s:i, s:i, s:i, s:b}", "n_expert", (json_int_t)c->n_expert,
+        json_object_set_new(j, "moe", json_pack("{s:i, s:i, s:i, s:b, s:i}", "n_expert", (json_int_t)c->n_expert,
                                                 "n_expert_used", (json_int_t)c->n_expert_used, "n_ff_exp",
-                                                (json_int_t)c->n_ff_exp, "norm_topk_prob", c->norm_topk_prob));
+                                                (json_int_t)c->n_ff_exp, "norm_topk_prob", c->norm_topk_prob,
+                                                "n_ff_shexp", (json_int_t)c->n_ff_shexp));
     json_object_set_new(j, "bos_id", json_integer(c->bos_id));
     json_object_set_new(j, "eos_id", json_integer(c->eos_id));
     return j;

@@ -87,6 +87,16 @@ static const name_pair layer_qwen35[] = {
     {NULL, NULL},
 };
 
+/* qwen35moe's FFN: the router and the gated shared expert (its experts: parse_expert). */
+static const name_pair layer_qwen35moe_ffn[] = {
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    {NULL, NULL},
+};
+
 static const name_pair global_names[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
@@ -135,6 +145,10 @@ static const char *lookup_layer_name(rlx_family f, const char *rest) {
     if (g) return g;
     if (f == RLX_FAMILY_GEMMA3) return lookup(layer_gemma3, rest);
     if (f == RLX_FAMILY_QWEN35) return lookup(layer_qwen35, rest);
+    if (f == RLX_FAMILY_QWEN35MOE) {
+        g = lookup(layer_qwen35, rest);
+        return g ? g : lookup(layer_qwen35moe_ffn, rest);
+    }
     g = lookup(layer_pre_ffn_norm, rest);
     if (g && !strcmp(g, "ffn_gate_inp.weight") && f != RLX_FAMILY_QWEN3MOE) return NULL;
     return g;
@@ -186,7 +200,7 @@ static rlx_status map_layer_name(rlx_family f, const char *hf, const char *p, hf
         return rlx_errorf(RLX_ERR_UNSUPPORTED, "HF tensor '%s': expected model.layers.<N>.<name>", hf);
     out->layer = (int64_t)layer;
     const char *g = lookup_layer_name(f, p);
-    if (!g && f == RLX_FAMILY_QWEN3MOE && parse_expert(p, out)) {
+    if (!g && (f == RLX_FAMILY_QWEN3MOE || f == RLX_FAMILY_QWEN35MOE) && parse_expert(p, out)) {
         int proj = out->kind == K_EXPERT ? out->proj : out->kind == K_EXPERTS_DOWN ? 2 : 0;
         g = expert_gguf[proj];
     }
@@ -323,6 +337,7 @@ static xspec spec_for(const rlx_model_config *c, const char *hf, const hf_name *
         if (ends_with(hf, "norm.weight")) x.op = OP_ADD_ONE;
         break;
     case RLX_FAMILY_QWEN35:
+    case RLX_FAMILY_QWEN35MOE:
         if (ends_with(hf, "norm.weight") && !ends_with(hf, "linear_attn.norm.weight")) x.op = OP_ADD_ONE;
         if (ends_with(hf, ".A_log")) x.op = OP_NEG_EXP;
         x.squeeze = strstr(hf, "conv1d") != NULL;
@@ -562,7 +577,7 @@ rlx_status rlx_hf_convert(const rlx_safetensors *st, const rlx_model_config *cfg
     if (!st || !cfg || !arena || !out || !n_out)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "rlx_hf_convert: NULL argument");
     conv cv = {.c = cfg, .a = arena};
-    if (cfg->family == RLX_FAMILY_QWEN3MOE) {
+    if (cfg->family == RLX_FAMILY_QWEN3MOE || cfg->family == RLX_FAMILY_QWEN35MOE) {
         cv.experts = calloc((size_t)cfg->n_layer * 3 * cfg->n_expert, sizeof *cv.experts);
         if (!cv.experts) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cannot allocate the expert table");
     }

@@ -102,7 +102,7 @@ static rlx_status expect_attention(model_check *cx, uint32_t il) {
     uint64_t q = (uint64_t)c->n_head * c->head_dim, k = (uint64_t)c->n_head_kv * c->head_dim;
     uint64_t v = (uint64_t)c->n_head_kv * c->head_dim_v, o = (uint64_t)c->n_head * c->head_dim_v;
     /* Qwen3.5's attention is gated: q_proj holds the query and the output gate of every head. */
-    uint64_t q_rows = c->family == RLX_FAMILY_QWEN35 ? 2 * q : q;
+    uint64_t q_rows = rlx_family_is_qwen35(c->family) ? 2 * q : q;
     RLX_TRY(expect_blk(cx, il, "attn_q.weight", 2, c->n_embd, q_rows, 1));
     RLX_TRY(expect_blk(cx, il, "attn_k.weight", 2, c->n_embd, k, 1));
     RLX_TRY(expect_blk(cx, il, "attn_v.weight", 2, c->n_embd, v, 1));
@@ -133,7 +133,14 @@ static rlx_status expect_linear_attention(model_check *cx, uint32_t il) {
 
 static rlx_status expect_ffn(model_check *cx, uint32_t il) {
     const rlx_model_config *c = &cx->m->config;
-    if (c->family == RLX_FAMILY_QWEN3MOE) {
+    if (c->family == RLX_FAMILY_QWEN35MOE) {
+        /* the shared expert: a SwiGLU FFN whose output is scaled by sigmoid(ffn_gate_inp_shexp x) */
+        RLX_TRY(expect_blk(cx, il, "ffn_gate_inp_shexp.weight", 2, c->n_embd, 1, 1));
+        RLX_TRY(expect_blk(cx, il, "ffn_gate_shexp.weight", 2, c->n_embd, c->n_ff_shexp, 1));
+        RLX_TRY(expect_blk(cx, il, "ffn_up_shexp.weight", 2, c->n_embd, c->n_ff_shexp, 1));
+        RLX_TRY(expect_blk(cx, il, "ffn_down_shexp.weight", 2, c->n_ff_shexp, c->n_embd, 1));
+    }
+    if (c->family == RLX_FAMILY_QWEN3MOE || c->family == RLX_FAMILY_QWEN35MOE) {
         RLX_TRY(expect_blk(cx, il, "ffn_gate_inp.weight", 2, c->n_embd, c->n_expert, 1));
         RLX_TRY(expect_blk(cx, il, "ffn_gate_exps.weight", 3, c->n_embd, c->n_ff_exp, c->n_expert));
         RLX_TRY(expect_blk(cx, il, "ffn_up_exps.weight", 3, c->n_embd, c->n_ff_exp, c->n_expert));
@@ -150,7 +157,7 @@ static rlx_status expect_layer(model_check *cx, uint32_t il) {
     if (c->layer_kind[il] == RLX_LAYER_LINEAR_ATTENTION) RLX_TRY(expect_linear_attention(cx, il));
     else RLX_TRY(expect_attention(cx, il));
     /* Qwen3.5 calls its pre-FFN norm post_attention_norm; Gemma 3 has both plus post_ffw_norm. */
-    if (c->family == RLX_FAMILY_QWEN35) {
+    if (rlx_family_is_qwen35(c->family)) {
         RLX_TRY(expect_blk(cx, il, "post_attention_norm.weight", 1, c->n_embd, 1, 1));
     } else {
         RLX_TRY(expect_blk(cx, il, "ffn_norm.weight", 1, c->n_embd, 1, 1));

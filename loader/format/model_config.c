@@ -19,7 +19,7 @@
 
 static const char *const gguf_arch_names[RLX_FAMILY_COUNT] = {
     [RLX_FAMILY_LLAMA] = "llama",       [RLX_FAMILY_QWEN3] = "qwen3",   [RLX_FAMILY_GEMMA3] = "gemma3",
-    [RLX_FAMILY_QWEN3MOE] = "qwen3moe", [RLX_FAMILY_QWEN35] = "qwen35",
+    [RLX_FAMILY_QWEN3MOE] = "qwen3moe", [RLX_FAMILY_QWEN35] = "qwen35", [RLX_FAMILY_QWEN35MOE] = "qwen35moe",
 };
 
 const char *rlx_family_name(rlx_family f) { return f < RLX_FAMILY_COUNT ? gguf_arch_names[f] : "unknown"; }
@@ -32,7 +32,8 @@ rlx_status rlx_family_from_gguf_arch(const char *arch, rlx_family *out) {
         }
     }
     return rlx_errorf(RLX_ERR_UNSUPPORTED,
-                      "GGUF architecture '%s' is not supported (supported: llama, qwen3, gemma3, qwen3moe, qwen35)", arch);
+                      "GGUF architecture '%s' is not supported (supported: llama, qwen3, gemma3, qwen3moe, qwen35, "
+                      "qwen35moe)", arch);
 }
 
 static const struct {
@@ -41,7 +42,8 @@ static const struct {
 } hf_model_types[] = {
     {"llama", RLX_FAMILY_LLAMA},         {"qwen3", RLX_FAMILY_QWEN3},         {"gemma3_text", RLX_FAMILY_GEMMA3},
     {"gemma3", RLX_FAMILY_GEMMA3},       {"qwen3_moe", RLX_FAMILY_QWEN3MOE},  {"qwen3_5_text", RLX_FAMILY_QWEN35},
-    {"qwen3_5", RLX_FAMILY_QWEN35},
+    {"qwen3_5", RLX_FAMILY_QWEN35},      {"qwen3_5_moe_text", RLX_FAMILY_QWEN35MOE},
+    {"qwen3_5_moe", RLX_FAMILY_QWEN35MOE},
 };
 
 rlx_status rlx_family_from_hf_model_type(const char *model_type, rlx_family *out) {
@@ -53,13 +55,13 @@ rlx_status rlx_family_from_hf_model_type(const char *model_type, rlx_family *out
     }
     return rlx_errorf(RLX_ERR_UNSUPPORTED,
                       "model_type '%s' is not supported (supported: llama, qwen3, gemma3_text, gemma3, qwen3_moe, "
-                      "qwen3_5_text, qwen3_5)",
+                      "qwen3_5_text, qwen3_5, qwen3_5_moe_text, qwen3_5_moe)",
                       model_type);
 }
 
 /* ---- rules shared by both sources ---- */
 
-static bool is_moe(rlx_family f) { return f == RLX_FAMILY_QWEN3MOE; }
+static bool is_moe(rlx_family f) { return f == RLX_FAMILY_QWEN3MOE || f == RLX_FAMILY_QWEN35MOE; }
 
 /* Gemma 3: every `period`-th layer is global, the rest slide (transformers Gemma3TextConfig:
  * `sliding_window_pattern`, 6; llama.cpp: hparams.set_swa_pattern(6)). */
@@ -130,7 +132,8 @@ static rlx_status validate_family(const char *what, const rlx_model_config *c) {
     } else {
         RLX_TRY(check_positive(what, "FFN size", c->n_ff));
     }
-    if (c->family == RLX_FAMILY_QWEN35) {
+    if (c->family == RLX_FAMILY_QWEN35MOE) RLX_TRY(check_positive(what, "shared expert FFN size", c->n_ff_shexp));
+    if (rlx_family_is_qwen35(c->family)) {
         RLX_TRY(check_positive(what, "ssm conv kernel", c->ssm_conv_kernel));
         RLX_TRY(check_positive(what, "ssm state size", c->ssm_state_size));
         RLX_TRY(check_positive(what, "ssm group count", c->ssm_group_count));
@@ -267,7 +270,7 @@ static rlx_status gg_layers(const gguf_src *s, rlx_model_config *c) {
         uint32_t period;
         RLX_TRY(gg_u32(s, "attention.sliding_window_pattern", false, 6, &period));
         set_sliding_pattern(c, period);
-    } else if (c->family == RLX_FAMILY_QWEN35) {
+    } else if (rlx_family_is_qwen35(c->family)) {
         RLX_TRY(gg_u32(s, "full_attention_interval", false, 4, &c->full_attention_interval));
         RLX_TRY(check_positive("GGUF", "full_attention_interval", c->full_attention_interval));
         set_linear_pattern(c, c->full_attention_interval);
@@ -287,7 +290,9 @@ static rlx_status gg_family_extras(const gguf_src *s, rlx_model_config *c) {
         c->norm_topk_prob = true;
         if (!rlx_gguf_get_bool(s->g, key, &c->norm_topk_prob, &err) && err) return err;
     }
-    if (c->family == RLX_FAMILY_QWEN35) {
+    if (c->family == RLX_FAMILY_QWEN35MOE)
+        RLX_TRY(gg_u32(s, "expert_shared_feed_forward_length", true, 0, &c->n_ff_shexp));
+    if (rlx_family_is_qwen35(c->family)) {
         RLX_TRY(gg_u32(s, "ssm.conv_kernel", true, 0, &c->ssm_conv_kernel));
         RLX_TRY(gg_u32(s, "ssm.state_size", true, 0, &c->ssm_state_size));
         RLX_TRY(gg_u32(s, "ssm.group_count", true, 0, &c->ssm_group_count));
@@ -507,7 +512,7 @@ static rlx_status hf_layer_types(const hf_src *h, json_t *types, rlx_model_confi
         const char *t = json_string_value(json_array_get(types, il));
         if (t && !strcmp(t, "full_attention")) c->layer_kind[il] = RLX_LAYER_FULL_ATTENTION;
         else if (t && !strcmp(t, "sliding_attention")) c->layer_kind[il] = RLX_LAYER_SLIDING_ATTENTION;
-        else if (t && !strcmp(t, "linear_attention") && c->family == RLX_FAMILY_QWEN35)
+        else if (t && !strcmp(t, "linear_attention") && rlx_family_is_qwen35(c->family))
             c->layer_kind[il] = RLX_LAYER_LINEAR_ATTENTION;
         else
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: layer_types[%" PRIu32 "] = '%s' is not supported for %s",
@@ -519,7 +524,7 @@ static rlx_status hf_layer_types(const hf_src *h, json_t *types, rlx_model_confi
 static rlx_status hf_layers(const hf_src *h, rlx_model_config *c) {
     /* Gemma3TextConfig's default window is 4096; elsewhere a window only matters with sliding layers. */
     RLX_TRY(hf_u32(h, "sliding_window", false, c->family == RLX_FAMILY_GEMMA3 ? 4096 : 0, &c->sliding_window));
-    if (c->family == RLX_FAMILY_QWEN35) {
+    if (rlx_family_is_qwen35(c->family)) {
         RLX_TRY(hf_u32(h, "full_attention_interval", false, 4, &c->full_attention_interval));
         RLX_TRY(check_positive(h->what, "full_attention_interval", c->full_attention_interval));
     }
@@ -531,7 +536,7 @@ static rlx_status hf_layers(const hf_src *h, rlx_model_config *c) {
         RLX_TRY(hf_u32(h, "_sliding_window_pattern", false, 6, &period));
         RLX_TRY(hf_u32(h, "sliding_window_pattern", false, period, &period));
         set_sliding_pattern(c, period);
-    } else if (c->family == RLX_FAMILY_QWEN35) {
+    } else if (rlx_family_is_qwen35(c->family)) {
         set_linear_pattern(c, c->full_attention_interval);
     }
     return NULL;
@@ -542,6 +547,12 @@ static rlx_status hf_moe(const hf_src *h, rlx_model_config *c) {
     RLX_TRY(hf_u32(h, "num_experts_per_tok", true, 0, &c->n_expert_used));
     RLX_TRY(hf_u32(h, "moe_intermediate_size", true, 0, &c->n_ff_exp));
     RLX_TRY(hf_bool(h, "norm_topk_prob", false, &c->norm_topk_prob));
+    if (c->family == RLX_FAMILY_QWEN35MOE) {
+        /* Qwen3_5MoeTopKRouter renormalises the top-k weights always (it has no norm_topk_prob);
+         * the shared expert's FFN size is shared_expert_intermediate_size. */
+        c->norm_topk_prob = true;
+        RLX_TRY(hf_u32(h, "shared_expert_intermediate_size", true, 0, &c->n_ff_shexp));
+    }
     /* Dense layers between MoE ones (Qwen3MoeConfig mlp_only_layers / decoder_sparse_step) are a
      * layout rlx does not build. */
     uint32_t step;
@@ -601,7 +612,7 @@ static rlx_status hf_config(const hf_src *h, rlx_model_config *c) {
     RLX_TRY(hf_rope(h, c));
     RLX_TRY(hf_layers(h, c));
     if (is_moe(c->family)) RLX_TRY(hf_moe(h, c));
-    if (c->family == RLX_FAMILY_QWEN35) RLX_TRY(hf_linear_attention(h, c));
+    if (rlx_family_is_qwen35(c->family)) RLX_TRY(hf_linear_attention(h, c));
     RLX_TRY(hf_token(h, "bos_token_id", &c->bos_id));
     RLX_TRY(hf_token(h, "eos_token_id", &c->eos_id));
     return finish_config(h->what, c);

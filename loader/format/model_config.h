@@ -17,13 +17,14 @@ typedef enum {
     RLX_FAMILY_GEMMA3,    /* "gemma3" / "gemma3_text" (and "gemma3" text part) */
     RLX_FAMILY_QWEN3MOE,  /* "qwen3moe" / "qwen3_moe" */
     RLX_FAMILY_QWEN35,    /* "qwen35" / "qwen3_5_text": hybrid Gated-DeltaNet + attention */
+    RLX_FAMILY_QWEN35MOE, /* "qwen35moe" / "qwen3_5_moe_text": the same with routed + shared experts */
     RLX_FAMILY_COUNT,
 } rlx_family;
 
 typedef enum {
     RLX_LAYER_FULL_ATTENTION = 0,
     RLX_LAYER_SLIDING_ATTENTION, /* attention limited to the last `sliding_window` positions */
-    RLX_LAYER_LINEAR_ATTENTION,  /* qwen35 Gated DeltaNet */
+    RLX_LAYER_LINEAR_ATTENTION,  /* qwen35 / qwen35moe Gated DeltaNet */
 } rlx_layer_kind;
 
 typedef enum {
@@ -62,11 +63,12 @@ typedef struct rlx_model_config {
     float embd_scale;            /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); else 1 */
     uint8_t layer_kind[RLX_MAX_LAYERS]; /* rlx_layer_kind per layer */
 
-    /* MoE (qwen3moe) */
+    /* MoE (qwen3moe, qwen35moe) */
     uint32_t n_expert, n_expert_used, n_ff_exp;
     bool norm_topk_prob;
+    uint32_t n_ff_shexp; /* qwen35moe: the shared expert's FFN size (its output gated by sigmoid) */
 
-    /* Gated DeltaNet (qwen35 linear-attention layers) */
+    /* Gated DeltaNet (qwen35 / qwen35moe linear-attention layers) */
     uint32_t ssm_conv_kernel, ssm_state_size, ssm_group_count, ssm_inner_size, ssm_time_step_rank;
     uint32_t full_attention_interval;
 
@@ -74,7 +76,9 @@ typedef struct rlx_model_config {
     int32_t bos_id, eos_id;
 } rlx_model_config;
 
-const char *rlx_family_name(rlx_family f); /* "qwen3", "llama", "gemma3", "qwen3moe", "qwen35" */
+const char *rlx_family_name(rlx_family f); /* "qwen3", "llama", "gemma3", "qwen3moe", "qwen35", "qwen35moe" */
+/* The Qwen3.5 hybrid families (qwen35, qwen35moe): Gated DeltaNet + gated attention layers. */
+static inline bool rlx_family_is_qwen35(rlx_family f) { return f == RLX_FAMILY_QWEN35 || f == RLX_FAMILY_QWEN35MOE; }
 
 /* Family from GGUF `general.architecture` / from HF `model_type`; an unknown name is an
  * RLX_ERR_UNSUPPORTED error listing the supported ones. */

@@ -1,6 +1,6 @@
 /* Fuzz target for the safetensors reader and the HF -> GGUF conversion behind it: parse an image
  * from memory, touch the first and last byte of every tensor (validated to lie inside the input),
- * look each name up, then convert the tensor set as a small llama, qwen3moe and qwen35 checkpoint
+ * look each name up, then convert the tensor set as a small llama, qwen3moe, qwen35 and qwen35moe checkpoint
  * (name mapping, Q/K permutation, expert stacking, value-head reorder, norm shifts).
  * Seeds: tests/corpus/safetensors/. */
 #include <stddef.h>
@@ -24,6 +24,11 @@ static const char *const configs[] = {
     "\"vocab_size\":4,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":4,"
     "\"max_position_embeddings\":64,\"rms_norm_eps\":1e-6,\"linear_conv_kernel_dim\":2,\"linear_key_head_dim\":2,"
     "\"linear_num_key_heads\":1,\"linear_num_value_heads\":2,\"linear_value_head_dim\":2}",
+    "{\"model_type\":\"qwen3_5_moe_text\",\"num_hidden_layers\":2,\"hidden_size\":8,\"vocab_size\":4,"
+    "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":4,\"max_position_embeddings\":64,"
+    "\"rms_norm_eps\":1e-6,\"linear_conv_kernel_dim\":2,\"linear_key_head_dim\":2,\"linear_num_key_heads\":1,"
+    "\"linear_num_value_heads\":2,\"linear_value_head_dim\":2,\"num_experts\":2,\"num_experts_per_tok\":1,"
+    "\"moe_intermediate_size\":4,\"shared_expert_intermediate_size\":4}",
 };
 
 static volatile uint8_t sink;

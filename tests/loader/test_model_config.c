@@ -111,7 +111,22 @@ static void qwen3moe_and_qwen35(void) {
         T_CHECK(c.layer_kind[0] == RLX_LAYER_LINEAR_ATTENTION && c.layer_kind[1] == RLX_LAYER_FULL_ATTENTION,
                 "qwen35 interval 2: kinds %d %d", c.layer_kind[0], c.layer_kind[1]);
     }
-    printf("  qwen3_moe (num_local_experts, norm_topk_prob default) and qwen3_5_text: ok\n");
+    /* Qwen3.5 MoE: the shared expert's size is required; its router renormalises always */
+    j = "{\"model_type\": \"qwen3_5_moe_text\", " BASE_DIMS ", \"head_dim\": 64, \"linear_conv_kernel_dim\": 4,"
+        " \"linear_key_head_dim\": 32, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4,"
+        " \"linear_value_head_dim\": 16, \"num_experts\": 8, \"num_experts_per_tok\": 2,"
+        " \"moe_intermediate_size\": 128, \"shared_expert_intermediate_size\": 192, \"norm_topk_prob\": false}";
+    if (T_OK(from_json(j, &c)))
+        T_CHECK(c.family == RLX_FAMILY_QWEN35MOE && c.n_ff_shexp == 192 && c.norm_topk_prob && c.n_expert == 8 &&
+                    c.layer_kind[3] == RLX_LAYER_FULL_ATTENTION && c.layer_kind[2] == RLX_LAYER_LINEAR_ATTENTION,
+                "qwen35moe: family %d shexp %u norm %d experts %u", c.family, c.n_ff_shexp, c.norm_topk_prob,
+                c.n_expert);
+    j = "{\"model_type\": \"qwen3_5_moe_text\", " BASE_DIMS ", \"linear_conv_kernel_dim\": 4,"
+        " \"linear_key_head_dim\": 32, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4,"
+        " \"linear_value_head_dim\": 16, \"num_experts\": 8, \"num_experts_per_tok\": 2,"
+        " \"moe_intermediate_size\": 128}";
+    T_ERR(from_json(j, &c), RLX_ERR_BAD_FILE, "shared_expert_intermediate_size");
+    printf("  qwen3_moe (num_local_experts, norm_topk_prob default), qwen3_5_text and qwen3_5_moe_text: ok\n");
 }
 
 static void json_errors(void) {
@@ -187,7 +202,7 @@ static void gguf_cases(void) {
     T_ERR(gguf_config("qwen3", "attention.head_count", &c), RLX_ERR_BAD_FILE,
           "missing required key 'qwen3.attention.head_count'");
     T_ERR(gguf_config("mamba", NULL, &c), RLX_ERR_UNSUPPORTED,
-          "GGUF architecture 'mamba' is not supported (supported: llama, qwen3, gemma3, qwen3moe, qwen35)");
+          "GGUF architecture 'mamba' is not supported (supported: llama, qwen3, gemma3, qwen3moe, qwen35, qwen35moe)");
     T_ERR(gguf_config("qwen3moe", NULL, &c), RLX_ERR_BAD_FILE, "missing required key 'qwen3moe.expert_count'");
     if (T_OK(gguf_config("gemma3", NULL, &c)))
         T_CHECK(c.rope_base_local == 10000.0f && c.embd_scale == 16.0f && c.sliding_window == 0,

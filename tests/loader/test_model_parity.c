@@ -31,7 +31,7 @@ typedef struct family_case {
 
 static const family_case cases[] = {
     {"qwen3", "qwen3-F32.gguf"},       {"llama32", "llama32-F32.gguf"}, {"gemma3", "gemma3-F16.gguf"},
-    {"qwen3moe", "qwen3moe-F16.gguf"}, {"qwen35", "qwen35-F32.gguf"},
+    {"qwen3moe", "qwen3moe-F16.gguf"}, {"qwen35", "qwen35-F32.gguf"},   {"qwen35moe", "qwen35moe-F32.gguf"},
 };
 
 #define CMP_U(field)                                                                                               \
@@ -76,6 +76,7 @@ static void compare_config(const char *fam, const rlx_model_config *a, const rlx
     CMP_U(n_expert_used);
     CMP_U(n_ff_exp);
     CMP_I(norm_topk_prob);
+    CMP_U(n_ff_shexp);
     CMP_U(ssm_conv_kernel);
     CMP_U(ssm_state_size);
     CMP_U(ssm_group_count);
