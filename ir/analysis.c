@@ -27,6 +27,7 @@ bool rlx_token_major(const rlx_node_info *n, const rlx_node_info *in0, const boo
     case RLX_OP_RMS_NORM:
     case RLX_OP_L2_NORM:
     case RLX_OP_DELTA_GATE:
+    case RLX_OP_SLICE:
     case RLX_OP_SOFTMAX:
     case RLX_OP_ARGMAX:
     case RLX_OP_MOE_ROUTE:

@@ -15,6 +15,9 @@ static void dump_attrs(FILE *f, const rlx_node_info *n) {
     case RLX_OP_L2_NORM: fprintf(f, " eps=%g", (double)n->attrs.eps); break;
     case RLX_OP_STATE: fprintf(f, " layer=%d offset=%lld", n->attrs.layer, (long long)n->attrs.state_offset); break;
     case RLX_OP_DELTA_RULE: fprintf(f, " chunk=%d", n->attrs.chunk); break;
+    case RLX_OP_SLICE:
+        fprintf(f, " begin=%lld len=%lld", (long long)n->attrs.slice_begin, (long long)n->attrs.slice_len);
+        break;
     case RLX_OP_ROPE:
         fprintf(f, " layout=%s n_rot=%d base=%g", n->attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? "neox" : "normal",
                 n->attrs.rope.n_rot, (double)n->attrs.rope.freq_base);

@@ -306,6 +306,13 @@ rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps) {
 
 rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x) { return add_op(g, RLX_OP_SIGMOID, 1, (rlx_node[]){x}); }
 
+rlx_node rlx_slice(rlx_graph *g, rlx_node x, int64_t begin, int64_t len) {
+    rlx_node_info n = node_of(RLX_OP_SLICE, 1, (rlx_node[]){x});
+    n.attrs.slice_begin = begin;
+    n.attrs.slice_len = len;
+    return add_node(g, n, 0);
+}
+
 void rlx_graph_mark_output(rlx_graph *g, rlx_node n, const char *name) {
     if (!g) return;
     if (n < 0 || n >= g->n_nodes) {

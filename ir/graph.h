@@ -58,6 +58,7 @@ typedef struct rlx_attrs {
     int32_t layer;        /* KV_CACHE, STATE */
     int64_t state_offset; /* STATE: floats into the layer's state of one slot */
     int32_t chunk;        /* DELTA_RULE: rows per chunk of the chunked form, 0 = 64, 1 = step by step */
+    int64_t slice_begin, slice_len; /* SLICE */
     bool kv_is_v;         /* KV_CACHE: false = K, true = V */
     rlx_shape shape;      /* RESHAPE: the new shape */
 } rlx_attrs;
@@ -139,6 +140,7 @@ rlx_node rlx_delta_rule(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_no
 rlx_node rlx_delta_gate(rlx_graph *g, rlx_node a, rlx_node A, rlx_node dt_bias);
 rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps);
 rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
+rlx_node rlx_slice(rlx_graph *g, rlx_node x, int64_t begin, int64_t len); /* of the last dim */
 
 /* Marks a node as a graph output; the name is copied. */
 void rlx_graph_mark_output(rlx_graph *g, rlx_node n, const char *name);

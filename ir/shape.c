@@ -516,6 +516,21 @@ static bool shape_delta_gate(const rlx_graph *g, rlx_node_info *n, rlx_shape_err
     return ok;
 }
 
+static bool shape_slice(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *x = input(g, n, 0);
+    if (!check_f32_operand(x, "x", e)) return false;
+    int64_t d = last_dim(&x->shape), b = n->attrs.slice_begin, len = n->attrs.slice_len;
+    n->dtype = RLX_DTYPE_F32;
+    n->shape = x->shape;
+    if (b < 0 || len < 1 || b > d - len) {
+        rlx_shape_error(e, "slice [%" PRId64 ", +%" PRId64 ") of x %s is not within its last dim of %" PRId64, b, len,
+                        SHAPE_STR(x->shape), d);
+        return false;
+    }
+    n->shape.dim[n->shape.rank - 1] = len;
+    return true;
+}
+
 /* ---- the table ---- */
 
 typedef bool (*shape_rule)(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e);

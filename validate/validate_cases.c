@@ -446,6 +446,14 @@ static void cases_SIGMOID(vl_sweep *sw) {
     vl_case_not_yet(&c);
 }
 
+static void cases_SLICE(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    vl_output(&c, rlx_slice(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), 5, 20), "y");
+    snprintf(c.shape, sizeof c.shape, "[3,37] [5, +20)");
+    vl_case_not_yet(&c);
+}
+
 const vl_op_cases vl_cases_of[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = cases_##name,
 #include "ir/ops.def"

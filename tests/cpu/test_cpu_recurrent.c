@@ -427,6 +427,33 @@ void test_DELTA_GATE(void) { elementwise("A * softplus(a + dt_bias), [7, 13]", b
 void test_L2_NORM(void) { elementwise("L2_NORM eps 1e-6, [7, 13]", build_l2, ref_l2, 2e-6); }
 void test_SIGMOID(void) { elementwise("SIGMOID, [7, 13]", build_sigmoid, ref_sigmoid, 2e-6); }
 
+/* y[r, h, j] = x[r, h, begin + j]: a [5, 3, 11] input, rows 0..3 valid. */
+void test_SLICE(void) {
+    rlx_graph *g = NULL;
+    if (!T_OK(rlx_graph_create(&g))) return;
+    rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(3, (int64_t[]){5, 3, 11}));
+    rlx_graph_mark_output(g, rlx_slice(g, x, 4, 6), "y");
+    float *xv = rand_f32(5 * 3 * 11, 1.0f), y[5 * 3 * 6];
+    rlx_state_spec none = {0};
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    const void *in[1] = {xv};
+    void *out[1] = {y};
+    rlx_run_args args = {.n_tokens = 4, .inputs = in, .outputs = out};
+    int bad = 0;
+    if (T_OK(g_cpu->ops->session_create(cpu(), NULL, 0, &none, &s)) && T_OK(g_cpu->ops->compile(s, g, &p)) &&
+        T_OK(g_cpu->ops->run(p, &args)))
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 3; h++)
+                for (int j = 0; j < 6; j++) bad += y[(r * 3 + h) * 6 + j] != xv[(r * 3 + h) * 11 + 4 + j];
+    printf("  SLICE [5,3,11] [4, +6) at n_tokens 4: %d elements differ\n", bad);
+    T_CHECK(bad == 0, "slice: %d elements differ", bad);
+    if (p) g_cpu->ops->program_destroy(p);
+    if (s) g_cpu->ops->session_destroy(s);
+    rlx_graph_destroy(g);
+    free(xv);
+}
+
 void test_recurrent_done(void) {
     rlx_backend_destroy(g_cpu);
     g_cpu = NULL;

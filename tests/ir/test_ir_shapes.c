@@ -304,6 +304,14 @@ static void shape_L2_NORM(void) {
 }
 static void shape_SIGMOID(void) { unary("SIGMOID", rlx_sigmoid); }
 
+static void shape_SLICE(void) {
+    expect_shape("SLICE [7, 4, 128] [64, +64)", rlx_slice(g, in_f32("x", S3(7, 4, 128)), 64, 64), RLX_DTYPE_F32,
+                 S3(7, 4, 64));
+    fresh();
+    expect_error("SLICE past the end", rlx_slice(g, in_f32("x", S2(7, 96)), 64, 40),
+                 "slice [64, +40) of x [7, 96] is not within its last dim of 96");
+}
+
 typedef void (*shape_test)(void);
 
 static const shape_test shape_tests[RLX_OP_COUNT] = {

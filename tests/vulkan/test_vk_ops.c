@@ -1475,6 +1475,13 @@ static void test_SIGMOID(void) {
     expect_not_yet(RLX_OP_SIGMOID, &t);
 }
 
+static void test_SLICE(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_graph_mark_output(t.g, rlx_slice(t.g, vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 16, 0), 1.0f), 3, 8), "y");
+    expect_not_yet(RLX_OP_SLICE, &t);
+}
+
 typedef void (*op_test)(void);
 static const op_test op_tests[RLX_OP_COUNT] = {
 #define RLX_OP(name, n_in, shape) [RLX_OP_##name] = test_##name,
