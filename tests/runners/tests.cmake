@@ -88,3 +88,7 @@ foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf
   get_filename_component(stem ${m} NAME_WE)
   rlx_add_test_run(NAME engine_${stem} PROGRAM test_engine LABELS parity ARGS models/${m})
 endforeach()
+
+# Qwen3.5's layer on the CPU against ref-hf.json, with the session's recurrent state made by the
+# test (the engine does not hold it yet).
+rlx_add_test(NAME test_qwen35_graph SOURCES test_qwen35_graph.c LABELS parity)
