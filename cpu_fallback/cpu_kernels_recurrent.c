@@ -1,5 +1,6 @@
 /* The Gated DeltaNet ops (ir/ops.def): STATE, CAUSAL_CONV, DELTA_RULE, DELTA_GATE, L2_NORM and
- * SIGMOID, and SLICE, which splits their fused projections. CAUSAL_CONV and DELTA_RULE walk each sequence's rows in row order (ex->row_next) and
+ * SIGMOID, SLICE, which splits their fused projections, and SCALE_ROWS (qwen35moe's shared-expert
+ * gate). CAUSAL_CONV and DELTA_RULE walk each sequence's rows in row order (ex->row_next) and
  * keep its state in the slot of its table row, in place.
  *
  * DELTA_RULE's chunked form (the WY representation of Yang et al., arXiv:2412.06464, as
@@ -245,6 +246,16 @@ rlx_status rlx_cpu_op_SLICE(const rlx_cpu_exec *ex, rlx_node i) {
     const float *src = cpu_f32(ex, n->info.in[0]) + n->info.attrs.slice_begin;
     float *y = cpu_f32(ex, i);
     for (int64_t r = 0; r < rows; r++) memcpy(y + r * len, src + r * d, (size_t)len * sizeof(float));
+    return NULL;
+}
+
+rlx_status rlx_cpu_op_SCALE_ROWS(const rlx_cpu_exec *ex, rlx_node i) {
+    const rlx_cpu_node *n = cpu_node(ex, i);
+    const float *x = cpu_f32(ex, n->info.in[0]), *s = cpu_f32(ex, n->info.in[1]);
+    float *y = cpu_f32(ex, i);
+    int64_t d = cpu_last_dim(n), rows = cpu_valid_rows(ex, n);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < d; c++) y[r * d + c] = x[r * d + c] * s[r];
     return NULL;
 }
 

@@ -12,7 +12,8 @@ bool rlx_token_major(const rlx_node_info *n, const rlx_node_info *in0, const boo
     case RLX_OP_GATHER_ROWS: return false;
     case RLX_OP_EMBED: return in_tok[1];
     case RLX_OP_ADD:
-    case RLX_OP_MUL: return in_tok[0] && in_tok[1];
+    case RLX_OP_MUL:
+    case RLX_OP_SCALE_ROWS: return in_tok[0] && in_tok[1];
     case RLX_OP_SCALE:
     case RLX_OP_SILU:
     case RLX_OP_GELU_TANH:

@@ -306,6 +306,10 @@ rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps) {
 
 rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x) { return add_op(g, RLX_OP_SIGMOID, 1, (rlx_node[]){x}); }
 
+rlx_node rlx_scale_rows(rlx_graph *g, rlx_node x, rlx_node s) {
+    return add_op(g, RLX_OP_SCALE_ROWS, 2, (rlx_node[]){x, s});
+}
+
 rlx_node rlx_slice(rlx_graph *g, rlx_node x, int64_t begin, int64_t len) {
     rlx_node_info n = node_of(RLX_OP_SLICE, 1, (rlx_node[]){x});
     n.attrs.slice_begin = begin;

@@ -141,6 +141,7 @@ rlx_node rlx_delta_gate(rlx_graph *g, rlx_node a, rlx_node A, rlx_node dt_bias);
 rlx_node rlx_l2_norm(rlx_graph *g, rlx_node x, float eps);
 rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
 rlx_node rlx_slice(rlx_graph *g, rlx_node x, int64_t begin, int64_t len); /* of the last dim */
+rlx_node rlx_scale_rows(rlx_graph *g, rlx_node x, rlx_node s);
 
 /* Marks a node as a graph output; the name is copied. */
 void rlx_graph_mark_output(rlx_graph *g, rlx_node n, const char *name);

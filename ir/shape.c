@@ -516,6 +516,24 @@ static bool shape_delta_gate(const rlx_graph *g, rlx_node_info *n, rlx_shape_err
     return ok;
 }
 
+static bool shape_scale_rows(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
+    const rlx_node_info *x = input(g, n, 0), *s = input(g, n, 1);
+    /* every check runs, so all the problems are reported */
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_f32_operand(s, "s", e);
+    if (!ok) return false;
+    rlx_shape want = x->shape;
+    want.dim[want.rank - 1] = 1;
+    if (!same_shape(&s->shape, &want)) {
+        rlx_shape_error(e, "s %s, expected %s (one scalar per row of x %s)", SHAPE_STR(s->shape), SHAPE_STR(want),
+                        SHAPE_STR(x->shape));
+        ok = false;
+    }
+    n->dtype = RLX_DTYPE_F32;
+    n->shape = x->shape;
+    return ok;
+}
+
 static bool shape_slice(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0);
     if (!check_f32_operand(x, "x", e)) return false;

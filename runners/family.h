@@ -71,9 +71,11 @@ extern const rlx_family_ops rlx_family_qwen3_ops;
 extern const rlx_family_ops rlx_family_qwen3moe_ops;
 extern const rlx_family_ops rlx_family_llama_ops;
 extern const rlx_family_ops rlx_family_gemma3_ops;
-/* qwen35 (runners/qwen35.c): not yet found by rlx_family_ops_find, since the engine does not hold
- * recurrent state yet; its graphs run where a caller makes the session's state (runners/qwen35.h). */
+/* qwen35 and qwen35moe (runners/qwen35.c): not yet found by rlx_family_ops_find, since the engine
+ * does not hold recurrent state yet; their graphs run where a caller makes the session's state
+ * (runners/qwen35.h). */
 extern const rlx_family_ops rlx_family_qwen35_ops;
+extern const rlx_family_ops rlx_family_qwen35moe_ops;
 
 /* The ops of a family, or RLX_ERR_UNSUPPORTED naming a family that has no runner yet. */
 rlx_status rlx_family_ops_find(rlx_family family, const rlx_family_ops **out);

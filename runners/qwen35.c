@@ -1,6 +1,7 @@
-/* Qwen3.5 (HF modeling_qwen3_5.py Qwen3_5DecoderLayer; llama.cpp's qwen35 graph): a hybrid of Gated
- * DeltaNet layers and, every full_attention_interval-th layer, gated full attention, each followed by
- * a dense SwiGLU FFN. Weights as llama.cpp's converter writes them (loader/format/hf_convert.c does
+/* Qwen3.5 (HF modeling_qwen3_5.py Qwen3_5DecoderLayer, modeling_qwen3_5_moe.py; llama.cpp's qwen35
+ * and qwen35moe graphs): a hybrid of Gated DeltaNet layers and, every full_attention_interval-th
+ * layer, gated full attention, each followed by a SwiGLU FFN: dense (qwen35), or routed experts
+ * plus a gated shared expert (qwen35moe). Weights as llama.cpp's converter writes them (loader/format/hf_convert.c does
  * the same for an HF directory): norms stored as 1 + w, ssm_a = -exp(A_log), value heads tiled so
  * that value head h reads key head h % H_k (ir/ops.def DELTA_RULE).
  *
@@ -74,6 +75,22 @@ static rlx_node gated_deltanet(rlx_fwd *f, int32_t il, rlx_node h) {
     return rlx_matmul(g, rlx_fwd_merge_heads(f, o, (uint32_t)hv, (uint32_t)dv), rlx_fwd_layer_weight(f, il, "ssm_out"));
 }
 
+/* Qwen3_5MoeSparseMoeBlock: softmax over the router logits, the top-k renormalised, their experts'
+ * sum; plus the shared expert, every row scaled by sigmoid(shared_expert_gate h). */
+static rlx_node moe_ffn(rlx_fwd *f, int32_t il, rlx_node h) {
+    const rlx_model_config *c = f->c;
+    rlx_graph *g = f->g;
+    rlx_node route = rlx_moe_route(g, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "ffn_gate_inp")),
+                                   (int32_t)c->n_expert_used, c->norm_topk_prob);
+    rlx_node routed = rlx_moe_ffn(g, h, route, rlx_fwd_layer_weight(f, il, "ffn_gate_exps"),
+                                  rlx_fwd_layer_weight(f, il, "ffn_up_exps"), rlx_fwd_layer_weight(f, il, "ffn_down_exps"));
+    rlx_node gate = rlx_silu(g, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "ffn_gate_shexp")));
+    rlx_node up = rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "ffn_up_shexp"));
+    rlx_node shared = rlx_matmul(g, rlx_mul(g, gate, up), rlx_fwd_layer_weight(f, il, "ffn_down_shexp"));
+    rlx_node share = rlx_sigmoid(g, rlx_matmul(g, h, rlx_fwd_layer_weight(f, il, "ffn_gate_inp_shexp")));
+    return rlx_add(g, routed, rlx_scale_rows(g, shared, share));
+}
+
 static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     const rlx_model_config *c = f->c;
     rlx_graph *g = f->g;
@@ -87,7 +104,9 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     bool linear = c->layer_kind[il] == RLX_LAYER_LINEAR_ATTENTION;
     x = rlx_add(g, x, linear ? gated_deltanet(f, il, h) : gated_attention(f, il, h));
     h = rlx_rms_norm(g, x, rlx_fwd_layer_weight(f, il, "post_attention_norm"), c->rms_eps);
-    return rlx_add(g, x, rlx_fwd_gated_ffn(f, il, h, rlx_silu));
+    bool moe = c->family == RLX_FAMILY_QWEN35MOE;
+    return rlx_add(g, x, moe ? moe_ffn(f, il, h) : rlx_fwd_gated_ffn(f, il, h, rlx_silu));
 }
 
 const rlx_family_ops rlx_family_qwen35_ops = {RLX_FAMILY_QWEN35, "qwen35", layer};
+const rlx_family_ops rlx_family_qwen35moe_ops = {RLX_FAMILY_QWEN35MOE, "qwen35moe", layer};

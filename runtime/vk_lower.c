@@ -222,6 +222,7 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 #define lower_L2_NORM NULL
 #define lower_SIGMOID NULL
 #define lower_SLICE NULL
+#define lower_SCALE_ROWS NULL
 
 static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *ids = in(p, i, 1);

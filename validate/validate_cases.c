@@ -446,6 +446,15 @@ static void cases_SIGMOID(vl_sweep *sw) {
     vl_case_not_yet(&c);
 }
 
+static void cases_SCALE_ROWS(vl_sweep *sw) {
+    vl_case c;
+    vl_case_begin(sw, &c, -1, 3);
+    rlx_node x = vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f);
+    vl_output(&c, rlx_scale_rows(c.g, x, vl_input_f32(&c, vl_shape(2, 3, 1, 0), 1.0f)), "y");
+    snprintf(c.shape, sizeof c.shape, "[3,37] by [3,1]");
+    vl_case_not_yet(&c);
+}
+
 static void cases_SLICE(vl_sweep *sw) {
     vl_case c;
     vl_case_begin(sw, &c, -1, 3);

@@ -9,6 +9,7 @@ void test_DELTA_GATE(void);
 void test_L2_NORM(void);
 void test_SIGMOID(void);
 void test_SLICE(void);
+void test_SCALE_ROWS(void);
 void test_recurrent_done(void); /* frees the tests' backend */
 
 #endif

@@ -454,6 +454,33 @@ void test_SLICE(void) {
     free(xv);
 }
 
+/* y[r, c] = x[r, c] * s[r] exactly (one product): [6, 9] by [6, 1], rows 0..4 valid. */
+void test_SCALE_ROWS(void) {
+    rlx_graph *g = NULL;
+    if (!T_OK(rlx_graph_create(&g))) return;
+    rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){6, 9}));
+    rlx_node sc = rlx_input(g, "s", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){6, 1}));
+    rlx_graph_mark_output(g, rlx_scale_rows(g, x, sc), "y");
+    float *xv = rand_f32(6 * 9, 2.0f), *sv = rand_f32(6, 1.0f), y[6 * 9];
+    rlx_state_spec none = {0};
+    rlx_session *s = NULL;
+    rlx_program *p = NULL;
+    const void *in[2] = {xv, sv};
+    void *out[1] = {y};
+    rlx_run_args args = {.n_tokens = 5, .inputs = in, .outputs = out};
+    int bad = 0;
+    if (T_OK(g_cpu->ops->session_create(cpu(), NULL, 0, &none, &s)) && T_OK(g_cpu->ops->compile(s, g, &p)) &&
+        T_OK(g_cpu->ops->run(p, &args)))
+        for (int r = 0; r < 5; r++)
+            for (int c = 0; c < 9; c++) bad += y[r * 9 + c] != (float)((double)xv[r * 9 + c] * (double)sv[r]);
+    printf("  SCALE_ROWS [6,9] by [6,1] at n_tokens 5: %d elements differ from x * s\n", bad);
+    T_CHECK(bad == 0, "scale_rows: %d elements differ", bad);
+    if (p) g_cpu->ops->program_destroy(p);
+    if (s) g_cpu->ops->session_destroy(s);
+    rlx_graph_destroy(g);
+    free(xv), free(sv);
+}
+
 void test_recurrent_done(void) {
     rlx_backend_destroy(g_cpu);
     g_cpu = NULL;

@@ -304,6 +304,14 @@ static void shape_L2_NORM(void) {
 }
 static void shape_SIGMOID(void) { unary("SIGMOID", rlx_sigmoid); }
 
+static void shape_SCALE_ROWS(void) {
+    expect_shape("SCALE_ROWS [7, 256] by [7, 1]", rlx_scale_rows(g, in_f32("x", S2(7, 256)), in_f32("s", S2(7, 1))),
+                 RLX_DTYPE_F32, S2(7, 256));
+    fresh();
+    expect_error("SCALE_ROWS by [7, 2]", rlx_scale_rows(g, in_f32("x", S2(7, 256)), in_f32("s", S2(7, 2))),
+                 "s [7, 2], expected [7, 1] (one scalar per row of x [7, 256])");
+}
+
 static void shape_SLICE(void) {
     expect_shape("SLICE [7, 4, 128] [64, +64)", rlx_slice(g, in_f32("x", S3(7, 4, 128)), 64, 64), RLX_DTYPE_F32,
                  S3(7, 4, 64));

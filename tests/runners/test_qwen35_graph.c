@@ -1,11 +1,11 @@
-/* Qwen3.5 (runners/qwen35.c) on the CPU reference against the fixtures, at the graph level: the
+/* Qwen3.5 and Qwen3.5-MoE (runners/qwen35.c) on the CPU reference against the fixtures, at the graph level: the
  * engine does not hold recurrent state yet, so this test makes the session itself (attention layers
  * KV, Gated DeltaNet layers one state slot) and runs the family's rows graph in the single-sequence
  * form.
  *
- *   test_qwen35_graph [MODEL...]   MODEL: hf | F32 | F16 (default: all three)
+ *   test_qwen35_graph FAMILY [MODEL...]   FAMILY: qwen35 | qwen35moe; MODEL: hf | F32 | F16 (default: all)
  *
- * Expected values: ../shared/fixtures/models/qwen35/ref-hf.json, computed by transformers in float64
+ * Expected values: ../shared/fixtures/models/<FAMILY>/ref-hf.json, computed by transformers in float64
  * from the HF weights, which the F32 and F16 GGUFs hold too (fixtures README: f32 compute on the CPU
  * within max|Δlogit| 1e-3 for all three; greedy ids equal up to the first step whose greedy_margin
  * is below twice that). Per model and prompt: the last position's logits after the prompt in one
@@ -23,9 +23,11 @@
 #include "test_util.h"
 
 #define TOL 1e-3
-#define ROWS 96    /* static rows: the longest prompt (81 ids) fits one run */
-#define KV_CAP 112 /* the longest prompt plus its 24 greedy steps */
 #define PAGE 16
+
+/* Static rows (the longest prompt fits one run) and KV capacity (plus its greedy steps), from the
+ * reference's prompts, in whole pages. */
+static int32_t g_rows, g_kv_cap;
 
 typedef struct q35 {
     rlx_model *m;
@@ -33,10 +35,11 @@ typedef struct q35 {
     rlx_session *s;
     rlx_program *p;
     int32_t n_vocab;
-    float *logits; /* [ROWS, n_vocab] */
+    float *logits; /* [g_rows, n_vocab] */
+    int32_t *ids;  /* [g_rows] */
 } q35;
 
-static bool q35_open(q35 *q, const char *path) {
+static bool q35_open(q35 *q, const char *path, const rlx_family_ops *ops) {
     memset(q, 0, sizeof *q);
     if (!T_OK(rlx_model_open(path, &q->m))) return false;
     const rlx_model_config *c = &q->m->config;
@@ -45,18 +48,18 @@ static bool q35_open(q35 *q, const char *path) {
         kinds[il] = c->layer_kind[il] == RLX_LAYER_LINEAR_ATTENTION ? RLX_STATE_RECURRENT : RLX_STATE_KV;
     rlx_state_spec spec = {.n_layer = (int32_t)c->n_layer, .n_head_kv = (int32_t)c->n_head_kv,
                            .head_dim = (int32_t)c->head_dim, .head_dim_v = (int32_t)c->head_dim_v,
-                           .page_size = PAGE, .n_pages = KV_CAP / PAGE, .layer_kind = kinds, .n_state_slots = 1,
+                           .page_size = PAGE, .n_pages = g_kv_cap / PAGE, .layer_kind = kinds, .n_state_slots = 1,
                            .state_floats = rlx_qwen35_state_floats(c)};
     rlx_graph *g = NULL;
     bool ok = T_OK(rlx_backend_cpu_create(2, &q->cpu)) &&
               T_OK(q->cpu->ops->session_create(q->cpu, q->m->weights, q->m->n_weights, &spec, &q->s)) &&
-              T_OK(rlx_family_build_rows(&rlx_family_qwen35_ops, q->m, ROWS, KV_CAP, ROWS, RLX_DECODE_LOGITS, false,
-                                         &g)) &&
+              T_OK(rlx_family_build_rows(ops, q->m, g_rows, g_kv_cap, g_rows, RLX_DECODE_LOGITS, false, &g)) &&
               T_OK(q->cpu->ops->compile(q->s, g, &q->p));
     rlx_graph_destroy(g);
     q->n_vocab = (int32_t)c->n_vocab;
-    q->logits = malloc((size_t)ROWS * (size_t)q->n_vocab * sizeof *q->logits);
-    return ok && q->logits;
+    q->logits = malloc((size_t)g_rows * (size_t)q->n_vocab * sizeof *q->logits);
+    q->ids = calloc((size_t)g_rows, sizeof *q->ids);
+    return ok && q->logits && q->ids;
 }
 
 static void q35_close(q35 *q) {
@@ -65,13 +68,13 @@ static void q35_close(q35 *q) {
     rlx_backend_destroy(q->cpu);
     rlx_model_close(q->m);
     free(q->logits);
+    free(q->ids);
 }
 
 /* n ids at positions n_past.. (position 0 starts the sequence afresh: ir/ops.def). */
 static bool q35_run(q35 *q, const int32_t *ids, int32_t n_past, int32_t n) {
-    int32_t in_ids[ROWS] = {0};
-    memcpy(in_ids, ids, (size_t)n * sizeof *ids);
-    const void *in[1] = {in_ids};
+    memcpy(q->ids, ids, (size_t)n * sizeof *ids);
+    const void *in[1] = {q->ids};
     void *out[1] = {q->logits};
     rlx_run_args a = {.n_past = n_past, .n_tokens = n, .inputs = in, .outputs = out};
     return T_OK(q->cpu->ops->run(q->p, &a));
@@ -90,16 +93,25 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+static void check_runs(q35 *q, const char *label, size_t pi, const json_t *prompt, const int32_t *ids, int32_t n);
+
 static void check_prompt(q35 *q, const char *label, size_t pi, const json_t *prompt) {
     const json_t *ids_j = json_object_get(prompt, "ids");
-    int32_t n = (int32_t)json_array_size(ids_j), V = q->n_vocab, ids[KV_CAP];
-    if (n < 1 || n > ROWS) {
-        T_CHECK(false, "%s prompt %zu: %d ids, expected 1..%d", label, pi, n, ROWS);
+    int32_t n = (int32_t)json_array_size(ids_j), *ids = malloc((size_t)g_rows * sizeof *ids);
+    if (!ids || n < 1 || n > g_rows) {
+        T_CHECK(false, "%s prompt %zu: %d ids, expected 1..%d", label, pi, n, g_rows);
+        free(ids);
         return;
     }
     for (int32_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(ids_j, i));
     /* the whole prompt in one run */
-    if (!q35_run(q, ids, 0, n)) return;
+    bool ok = q35_run(q, ids, 0, n);
+    if (ok) check_runs(q, label, pi, prompt, ids, n);
+    free(ids);
+}
+
+static void check_runs(q35 *q, const char *label, size_t pi, const json_t *prompt, const int32_t *ids, int32_t n) {
+    int32_t V = q->n_vocab;
     double last = max_diff(q->logits + (size_t)(n - 1) * V, json_object_get(prompt, "last_logits"), V), all = 0;
     const json_t *all_j = json_object_get(prompt, "all_logits");
     for (int32_t r = 0; all_j && r < n; r++) all = fmax(all, max_diff(q->logits + (size_t)r * V, json_array_get(all_j, r), V));
@@ -115,7 +127,7 @@ static void check_prompt(q35 *q, const char *label, size_t pi, const json_t *pro
     const json_t *greedy = json_object_get(prompt, "greedy"), *margin = json_object_get(prompt, "greedy_margin");
     int32_t steps = (int32_t)json_array_size(greedy), matched = 0, next = argmax(q->logits + (size_t)((n - 1) % 16) * V, V);
     bool tie = false;
-    for (int32_t s = 0; s < steps && n + s < KV_CAP; s++) {
+    for (int32_t s = 0; s < steps && n + s < g_kv_cap; s++) {
         int32_t want = (int32_t)json_integer_value(json_array_get(greedy, s));
         if (json_number_value(json_array_get(margin, s)) < 2 * TOL) tie = true; /* past a near-tie: may differ */
         if (tie) break;
@@ -133,19 +145,36 @@ static void check_prompt(q35 *q, const char *label, size_t pi, const json_t *pro
 }
 
 int main(int argc, char **argv) {
-    t_require_fixture("models/qwen35/ref-hf.json");
-    json_t *ref = t_load_json(t_fixture("models/qwen35/ref-hf.json"));
+    const char *fam = argc > 1 ? argv[1] : "";
+    const rlx_family_ops *ops = !strcmp(fam, "qwen35")      ? &rlx_family_qwen35_ops
+                                : !strcmp(fam, "qwen35moe") ? &rlx_family_qwen35moe_ops
+                                                            : NULL;
+    if (!ops) {
+        fprintf(stderr, "usage: test_qwen35_graph qwen35|qwen35moe [hf|F32|F16...]\n");
+        return 2;
+    }
+    char rel[128];
+    snprintf(rel, sizeof rel, "models/%s/ref-hf.json", fam);
+    t_require_fixture(rel);
+    json_t *ref = t_load_json(t_fixture(rel));
+    const json_t *prompts = json_object_get(ref, "prompts");
+    size_t longest = 1, steps = 0;
+    for (size_t pi = 0; pi < json_array_size(prompts); pi++) {
+        const json_t *pr = json_array_get(prompts, pi);
+        if (json_array_size(json_object_get(pr, "ids")) > longest) longest = json_array_size(json_object_get(pr, "ids"));
+        if (json_array_size(json_object_get(pr, "greedy")) > steps) steps = json_array_size(json_object_get(pr, "greedy"));
+    }
+    g_rows = (int32_t)((longest + PAGE - 1) / PAGE * PAGE);
+    g_kv_cap = (int32_t)((longest + steps + PAGE - 1) / PAGE * PAGE);
     static const char *const all[] = {"hf", "F32", "F16"};
-    const char *const *models = argc > 1 ? (const char *const *)argv + 1 : all;
-    int n_models = argc > 1 ? argc - 1 : 3;
+    const char *const *models = argc > 2 ? (const char *const *)argv + 2 : all;
+    int n_models = argc > 2 ? argc - 2 : 3;
     for (int k = 0; k < n_models; k++) {
-        char rel[128];
-        if (!strcmp(models[k], "hf")) snprintf(rel, sizeof rel, "models/qwen35/hf");
-        else snprintf(rel, sizeof rel, "models/qwen35/qwen35-%s.gguf", models[k]);
+        if (!strcmp(models[k], "hf")) snprintf(rel, sizeof rel, "models/%s/hf", fam);
+        else snprintf(rel, sizeof rel, "models/%s/%s-%s.gguf", fam, fam, models[k]);
         t_require_fixture(rel);
         q35 q;
-        if (q35_open(&q, t_fixture(rel))) {
-            const json_t *prompts = json_object_get(ref, "prompts");
+        if (q35_open(&q, t_fixture(rel), ops)) {
             for (size_t pi = 0; pi < json_array_size(prompts); pi++)
                 check_prompt(&q, models[k], pi, json_array_get(prompts, pi));
         }

@@ -1475,6 +1475,14 @@ static void test_SIGMOID(void) {
     expect_not_yet(RLX_OP_SIGMOID, &t);
 }
 
+static void test_SCALE_ROWS(void) {
+    vkt_graph t;
+    vkt_graph_init(&t);
+    rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 16, 0), 1.0f);
+    rlx_graph_mark_output(t.g, rlx_scale_rows(t.g, x, vkt_input_f32(&t, &g_rng, vkt_shape(2, 3, 1, 0), 1.0f)), "y");
+    expect_not_yet(RLX_OP_SCALE_ROWS, &t);
+}
+
 static void test_SLICE(void) {
     vkt_graph t;
     vkt_graph_init(&t);
