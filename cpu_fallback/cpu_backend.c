@@ -101,6 +101,21 @@ static rlx_status check_kv_fits(const rlx_state_spec *kv, size_t k_bytes, size_t
                       kv->n_head_kv, kv->head_dim, kv->head_dim_v, avail);
 }
 
+/* The recurrent layers' state, one layer's (*layer_bytes) times their count, is refused before any
+ * allocation when the host cannot hold it, as the KV pool is (check_kv_fits). */
+static rlx_status check_state_fits(const rlx_state_spec *kv, size_t *layer_bytes) {
+    uint64_t n_rec = 0, total, avail = rlx_host_memory_available();
+    for (int32_t l = 0; kv->layer_kind && l < kv->n_layer; l++) n_rec += kv->layer_kind[l] == RLX_STATE_RECURRENT;
+    bool overflow =
+        __builtin_mul_overflow((size_t)kv->n_state_slots, (size_t)kv->state_floats * sizeof(float), layer_bytes) ||
+        __builtin_mul_overflow((uint64_t)*layer_bytes, n_rec, &total);
+    if (!overflow && (!avail || total <= avail)) return NULL;
+    return rlx_errorf(RLX_ERR_OUT_OF_MEMORY,
+                      "recurrent state: %" PRIu64 " layers x %d slots x %lld floats x 4 bytes %s, but the host has %"
+                      PRIu64 " bytes available", n_rec, kv->n_state_slots, (long long)kv->state_floats,
+                      overflow ? "overflow" : "exceed that", avail);
+}
+
 static rlx_status alloc_kv(rlx_session *s, const rlx_state_spec *kv) {
     RLX_TRY(rlx_state_spec_check(kv));
     s->kv = *kv;
@@ -121,9 +136,7 @@ static rlx_status alloc_kv(rlx_session *s, const rlx_state_spec *kv) {
     s->state = calloc((size_t)kv->n_layer, sizeof *s->state);
     if (!s->k_cache || !s->v_cache || !s->state) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "session: KV cache table");
     size_t state_bytes;
-    if (__builtin_mul_overflow((size_t)kv->n_state_slots, (size_t)kv->state_floats * sizeof(float), &state_bytes))
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "session: %d state slots of %lld floats overflow",
-                          kv->n_state_slots, (long long)kv->state_floats);
+    RLX_TRY(check_state_fits(kv, &state_bytes));
     for (int32_t l = 0; l < kv->n_layer; l++) {
         uint8_t kind = kv->layer_kind ? kv->layer_kind[l] : RLX_STATE_KV;
         if (kind == RLX_STATE_RECURRENT) {

@@ -114,6 +114,16 @@ void test_STATE(void) {
     rlx_status_free(s);
     rlx_graph_destroy(g);
 
+    /* a state larger than any host: refused at session_create, before allocating */
+    rec big = {.g = conv_graph(0, 0, NULL)};
+    rlx_status huge = rec_open(&big, NULL, 0, 1 << 30, (int64_t)1 << 40);
+    printf("  2^30 slots of 2^40 floats -> %s\n", huge ? rlx_status_message(huge) : "(no error)");
+    T_CHECK(huge && rlx_status_code(huge) == RLX_ERR_OUT_OF_MEMORY &&
+                strstr(rlx_status_message(huge), "recurrent state"),
+            "a huge state: expected RLX_ERR_OUT_OF_MEMORY naming the recurrent state");
+    rlx_status_free(huge);
+    rec_close(&big);
+
     /* run-time checks of the rows */
     rec r = {.g = conv_graph(0, 0, NULL)};
     if (!T_OK(rec_open(&r, NULL, 0, 2, 6))) return rec_close(&r);
