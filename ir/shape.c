@@ -437,9 +437,12 @@ static bool check_state_operand(const rlx_node_info *st, const char *what, rlx_s
 static bool shape_causal_conv(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *x = input(g, n, 0), *w = input(g, n, 1), *st = input(g, n, 2);
     /* every check runs, so all the problems are reported */
-    bool ok = check_f32_operand(x, "x", e) & check_rank(x, "x", 2, 2, e);
-    ok &= check_f32_operand(w, "w", e) & check_rank(w, "w", 2, 2, e);
-    ok &= check_state_operand(st, "state", e) & check_rank(st, "state", 2, 2, e);
+    bool ok = check_f32_operand(x, "x", e);
+    ok &= check_rank(x, "x", 2, 2, e);
+    ok &= check_f32_operand(w, "w", e);
+    ok &= check_rank(w, "w", 2, 2, e);
+    ok &= check_state_operand(st, "state", e);
+    ok &= check_rank(st, "state", 2, 2, e);
     if (!ok) return false;
     int64_t c = x->shape.dim[1], k = w->shape.dim[1];
     if (w->shape.dim[0] != c || k < 2) {
@@ -467,10 +470,14 @@ static bool shape_delta_rule(const rlx_graph *g, rlx_node_info *n, rlx_shape_err
     const rlx_node_info *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
     const rlx_node_info *gate = input(g, n, 3), *beta = input(g, n, 4), *st = input(g, n, 5);
     /* every check runs, so all the problems are reported */
-    bool ok = check_f32_operand(q, "q", e) & check_rank(q, "q", 3, 3, e);
-    ok &= check_f32_operand(k, "k", e) & check_rank(k, "k", 3, 3, e);
-    ok &= check_f32_operand(v, "v", e) & check_rank(v, "v", 3, 3, e);
-    ok &= check_state_operand(st, "state", e) & check_rank(st, "state", 3, 3, e);
+    bool ok = check_f32_operand(q, "q", e);
+    ok &= check_rank(q, "q", 3, 3, e);
+    ok &= check_f32_operand(k, "k", e);
+    ok &= check_rank(k, "k", 3, 3, e);
+    ok &= check_f32_operand(v, "v", e);
+    ok &= check_rank(v, "v", 3, 3, e);
+    ok &= check_state_operand(st, "state", e);
+    ok &= check_rank(st, "state", 3, 3, e);
     if (n->attrs.chunk < 0) {
         rlx_shape_error(e, "chunk %d is negative", n->attrs.chunk);
         ok = false;
@@ -502,9 +509,12 @@ static bool shape_delta_rule(const rlx_graph *g, rlx_node_info *n, rlx_shape_err
 static bool shape_delta_gate(const rlx_graph *g, rlx_node_info *n, rlx_shape_errors *e) {
     const rlx_node_info *a = input(g, n, 0), *A = input(g, n, 1), *bias = input(g, n, 2);
     /* every check runs, so all the problems are reported */
-    bool ok = check_f32_operand(a, "a", e) & check_rank(a, "a", 2, 2, e);
-    ok &= check_f32_operand(A, "A", e) & check_rank(A, "A", 1, 1, e);
-    ok &= check_f32_operand(bias, "dt_bias", e) & check_rank(bias, "dt_bias", 1, 1, e);
+    bool ok = check_f32_operand(a, "a", e);
+    ok &= check_rank(a, "a", 2, 2, e);
+    ok &= check_f32_operand(A, "A", e);
+    ok &= check_rank(A, "A", 1, 1, e);
+    ok &= check_f32_operand(bias, "dt_bias", e);
+    ok &= check_rank(bias, "dt_bias", 1, 1, e);
     if (!ok) return false;
     if (A->shape.dim[0] != a->shape.dim[1] || bias->shape.dim[0] != a->shape.dim[1]) {
         rlx_shape_error(e, "A %s and dt_bias %s, expected both [%" PRId64 " heads]", SHAPE_STR(A->shape),
