@@ -30,8 +30,9 @@ typedef enum {
  * page_size rows each, K [n_pages * page_size, n_head_kv, head_dim] and V [.., head_dim_v], of
  * kv_dtype; a sequence's logical KV row (its position) j lives in pool row
  * pages[j / page_size] * page_size + j % page_size of its page table (rlx_run_rows). Recurrent
- * layers own state_floats floats for each of n_state_slots slots. n_layer 0 means no state at all
- * (the naive path). */
+ * layers own state_floats floats for each of n_state_slots slots (ir/ops.def, recurrent state: a
+ * run's table row s uses slot rlx_run_rows.slots[s]) and no KV pool; the CPU backend gives NONE
+ * layers none either. n_layer 0 means no state at all (the naive path). */
 typedef struct rlx_state_spec {
     int32_t n_layer;
     int32_t n_head_kv;
