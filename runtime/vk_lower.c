@@ -278,7 +278,7 @@ static rlx_status coop_use_of(const rlx_program *p, rlx_node mm, coop_use *out) 
     const vk_node *x = in(p, mm, 0);
     uint64_t k = (uint64_t)last_dim(x), align = p->b->dev->caps->storage_align;
     *out = (coop_use){COOP_OFF, false, 0};
-    if (!vk_takes_tiled(p, (uint64_t)x->numel / k, k)) return NULL;
+    if (!vk_takes_tiled(p, (uint64_t)x->numel / k, k, matrix_of(p, in1(p, mm)).type)) return NULL;
     RLX_TRY(vk_coopmat_mode(p, &out->mode));
     if (!vk_coop_fits(p)) out->mode = COOP_OFF;
     out->f16_rows = out->mode != COOP_OFF && vk_coop_f16_weights(p, mm, out->mode);
@@ -478,7 +478,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
-    if (vk_takes_tiled(p, rows, k)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
+    if (vk_takes_tiled(p, rows, k, m.type)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     /* deterministic: one NX (one pipeline) for every row count */
     uint32_t nx = rows < 8 && !vk_deterministic(p) ? (uint32_t)rows : 8, per_group = rows_per_group(p);
     uint32_t mv_nx = vk_matvec_nx(p, rows, nx);

@@ -59,7 +59,7 @@ uint64_t vk_largest_part_rows(const vk_weight *w);
 /* ---- prefill matmuls: shaders/matmul_tiled.comp, matmul_coop.comp ---- */
 
 /* Many rows of x of length k go to the tiled kernels (they reuse each weight tile). */
-bool vk_takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k);
+bool vk_takes_tiled(const rlx_program *p, uint64_t rows, uint64_t k, uint32_t type);
 
 /* RLX_VK_COOPMAT: how prefill matmuls use the cooperative-matrix kernel (vk_plan.c says each mode). */
 typedef enum {
