@@ -377,6 +377,7 @@ static const rlx_backend_ops cpu_ops = {
     .session_create = session_create,
     .session_destroy = session_destroy,
     .copy_pages = rlx_cpu_copy_pages,
+    .copy_state = rlx_cpu_copy_state,
     .compile = compile,
     .run = run,
     .program_destroy = program_destroy,

@@ -229,12 +229,13 @@ rlx_status rlx_cpu_plan(rlx_program *p, int n_threads);
 /* Rows (cpu_rows.c). rows_plan: what the program's rows may address (kv_rows, kv_writes) and the
  * single-sequence form's tables; refuses a view longer than the pool that is read as a plain array.
  * rows_of: checks a run's rows before any kernel and sets *out to them, or to the single-sequence
- * form written out in *ident (borrowing the program's tables). copy_pages: backend.h. */
+ * form written out in *ident (borrowing the program's tables). copy_pages, copy_state: backend.h. */
 rlx_status rlx_cpu_rows_plan(rlx_program *p);
 rlx_status rlx_cpu_rows_of(rlx_program *p, const rlx_run_args *a, rlx_run_rows *ident, const rlx_run_rows **out);
 /* Fills the program's row_next / row_first for rows (checked) of n_tokens valid rows. */
 rlx_status rlx_cpu_state_rows(rlx_program *p, const rlx_run_rows *rows, int32_t n_tokens);
 rlx_status rlx_cpu_copy_pages(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
+rlx_status rlx_cpu_copy_state(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
 
 typedef rlx_status (*rlx_cpu_kernel)(const rlx_cpu_exec *ex, rlx_node i);
 #define RLX_OP(name, n_in, shape) rlx_status rlx_cpu_op_##name(const rlx_cpu_exec *ex, rlx_node i);

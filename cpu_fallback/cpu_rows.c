@@ -186,3 +186,26 @@ rlx_status rlx_cpu_copy_pages(rlx_session *s, const int32_t *src, const int32_t 
     }
     return NULL;
 }
+
+rlx_status rlx_cpu_copy_state(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n) {
+    if (!s || n < 0 || (n > 0 && (!src || !dst)))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "copy_state: session %p, src %p, dst %p, n %d", (void *)s,
+                          (const void *)src, (const void *)dst, n);
+    const rlx_state_spec *kv = &s->kv;
+    for (int32_t i = 0; i < n; i++)
+        if (src[i] < -1 || src[i] >= kv->n_state_slots || dst[i] < 0 || dst[i] >= kv->n_state_slots)
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
+                              "copy_state: copy %d is slot %d -> slot %d, outside the session's %d state slots", i,
+                              src[i], dst[i], kv->n_state_slots);
+    size_t slot = (size_t)kv->state_floats;
+    for (int32_t i = 0; i < n; i++) {
+        if (src[i] == dst[i]) continue;
+        for (int32_t l = 0; l < kv->n_layer; l++) {
+            if (!s->state[l]) continue; /* not a recurrent layer */
+            float *to = s->state[l] + (size_t)dst[i] * slot;
+            if (src[i] < 0) memset(to, 0, slot * sizeof(float));
+            else memcpy(to, s->state[l] + (size_t)src[i] * slot, slot * sizeof(float));
+        }
+    }
+    return NULL;
+}

@@ -137,6 +137,11 @@ typedef struct rlx_backend_ops {
      * copy-on-write of a shared page before a write. NULL where the backend cannot (the engine then
      * refuses to share pages). */
     rlx_status (*copy_pages)(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
+    /* Copies recurrent state slot src[i] to slot dst[i] in every recurrent layer, i < n, in order;
+     * src[i] == -1 zeroes slot dst[i] (a new sequence's state). The engine's sequence slots, their
+     * checkpoints and restores are these copies, kept on the device. NULL where the backend has no
+     * recurrent state (the engine then refuses a model with recurrent layers on it). */
+    rlx_status (*copy_state)(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
     /* The graph is borrowed for the call; the program keeps what it needs. A program borrows its
      * session: destroy programs before the session. A program is not run concurrently with itself
      * or with another program of the same session (they share the KV cache). */

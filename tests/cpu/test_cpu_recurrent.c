@@ -97,6 +97,8 @@ static rlx_graph *conv_graph(int32_t layer, int64_t offset, rlx_node *w_out) {
     return g;
 }
 
+static void copy_state_case(void);
+
 void test_STATE(void) {
     expect_compile_error(conv_graph(0, 4, NULL), 9, "STATE layer 0 floats [4, +6) is not within", "past the slot");
     expect_compile_error(conv_graph(1, 0, NULL), 64, "this layer is not recurrent", "on an attention layer");
@@ -149,6 +151,39 @@ void test_STATE(void) {
                 bad[k].needle);
         rlx_status_free(st2);
     }
+    rec_close(&r);
+    copy_state_case();
+}
+
+/* copy_state (backend.h): a copied slot continues exactly as its source; a zeroed slot (src -1)
+ * continues as a sequence with an all-zero history, i.e. the conv of the new rows alone; bad
+ * slots are refused by name. */
+static void copy_state_case(void) {
+    rec r = {.g = conv_graph(0, 0, NULL)};
+    if (!T_OK(rec_open(&r, NULL, 0, 3, 6))) return rec_close(&r);
+    float x[12], w[9], y0[12], y1[12], y2[12];
+    for (int i = 0; i < 12; i++) x[i] = rng_sym(1.0f);
+    for (int i = 0; i < 9; i++) w[i] = rng_sym(1.0f);
+    const void *in[2] = {x, w};
+    int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0}, slot0[1] = {0}, slot1[1] = {1}, slot2[1] = {2};
+    T_OK(rec_run(&r, 4, pos, seq, 1, slot0, in, (void *const[]){y0}));
+    T_OK(g_cpu->ops->copy_state(r.s, (int32_t[]){0, -1}, (int32_t[]){1, 2}, 2));
+    int32_t next[1] = {4};
+    T_OK(rec_run(&r, 1, next, seq, 1, slot0, in, (void *const[]){y0}));
+    T_OK(rec_run(&r, 1, next, seq, 1, slot1, in, (void *const[]){y1}));
+    T_OK(rec_run(&r, 1, next, seq, 1, slot2, in, (void *const[]){y2}));
+    T_CHECK(memcmp(y0, y1, 3 * sizeof(float)) == 0, "a copied slot continues differently from its source");
+    for (int c = 0; c < 3; c++) {
+        double ref = silu_d((double)w[c * 3 + 2] * x[c]); /* history of zeros: only the last tap sees x */
+        T_CHECK(fabs(y2[c] - ref) < 1e-6, "zeroed slot: channel %d gives %g, expected %g", c, y2[c], ref);
+    }
+    rlx_status bad = g_cpu->ops->copy_state(r.s, (int32_t[]){0}, (int32_t[]){3}, 1);
+    printf("  copy_state to slot 3 of 3 -> %s\n", bad ? rlx_status_message(bad) : "(no error)");
+    T_CHECK(bad && strstr(rlx_status_message(bad), "outside the session's 3 state slots"), "slot 3 not refused");
+    rlx_status_free(bad);
+    bad = g_cpu->ops->copy_state(r.s, (int32_t[]){-2}, (int32_t[]){0}, 1);
+    T_CHECK(bad != NULL, "source slot -2 not refused");
+    rlx_status_free(bad);
     rec_close(&r);
 }
 
