@@ -23,10 +23,13 @@
 #define DEFAULT_MAX_CTX 4096
 #define MAX_SEQS (1 << 20)
 
-/* Bytes of one page over every attention layer, K and V, of elem-byte elements. */
+/* Bytes of one page over every attention layer, K and V, of elem-byte elements (recurrent layers
+ * have no pool). */
 static int64_t page_bytes(const rlx_model_config *c, int32_t page_size, int64_t elem) {
-    int64_t row = (int64_t)c->n_head_kv * ((int64_t)c->head_dim + (int64_t)c->head_dim_v) * elem;
-    return row * page_size * (int64_t)c->n_layer;
+    int64_t row = (int64_t)c->n_head_kv * ((int64_t)c->head_dim + (int64_t)c->head_dim_v) * elem, layers = 0;
+    for (uint32_t il = 0; il < c->n_layer && il < RLX_MAX_LAYERS; il++)
+        layers += c->layer_kind[il] != RLX_LAYER_LINEAR_ATTENTION;
+    return row * page_size * layers;
 }
 
 /* The default budget (kv_memory 0): see DEFAULT_CONTEXTS and DEVICE_KV_SHARE. *max_pages: what
@@ -88,7 +91,9 @@ static rlx_status alloc_buffers(rlx_engine *e) {
     e->argmax = calloc(r, sizeof *e->argmax);
     e->batch = calloc(r, sizeof *e->batch);
     e->table_seq = calloc(r, sizeof *e->table_seq);
-    if (!e->ids || !e->pos || !e->row_seq || !e->out_rows || !e->argmax || !e->batch || !e->table_seq)
+    e->table_slot = calloc(r, sizeof *e->table_slot);
+    if (!e->ids || !e->pos || !e->row_seq || !e->out_rows || !e->argmax || !e->batch || !e->table_seq ||
+        !e->table_slot)
         return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "engine: buffers for %zu rows", r);
     return NULL;
 }
@@ -96,11 +101,12 @@ static rlx_status alloc_buffers(rlx_engine *e) {
 static rlx_status resolve_opts(rlx_engine *e, const rlx_engine_opts *o) {
     const rlx_model_config *c = &e->model->config;
     e->opts = *o;
-    if (o->model.n_ctx < 0 || o->kv_memory < 0 || o->max_parallel < 0 || o->chunk < 0 || o->max_rows < 0)
+    if (o->model.n_ctx < 0 || o->kv_memory < 0 || o->max_parallel < 0 || o->chunk < 0 || o->max_rows < 0 ||
+        o->checkpoints < 0)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT,
-                          "engine options: context %d, KV memory %lld, parallel %d, chunk %d, rows %d: none may be "
-                          "negative", (int)o->model.n_ctx, (long long)o->kv_memory, (int)o->max_parallel,
-                          (int)o->chunk, (int)o->max_rows);
+                          "engine options: context %d, KV memory %lld, parallel %d, chunk %d, rows %d, checkpoints %d: "
+                          "none may be negative", (int)o->model.n_ctx, (long long)o->kv_memory, (int)o->max_parallel,
+                          (int)o->chunk, (int)o->max_rows, (int)o->checkpoints);
     uint32_t train = c->n_ctx_train ? c->n_ctx_train : DEFAULT_MAX_CTX;
     if (!o->model.n_ctx) e->opts.model.n_ctx = (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX);
     if (!o->max_rows) e->opts.max_rows = RLX_ENGINE_ROWS_DEFAULT;
@@ -128,6 +134,9 @@ static rlx_status try_session(rlx_engine *e) {
         .page_size = e->page_size,
         .n_pages = e->n_pages,
         .kv_dtype = rlx_kv_type_dtype(e->kv_type),
+        .layer_kind = e->recurrent ? e->layer_kind : NULL,
+        .n_state_slots = e->recurrent ? e->n_seq_slots + e->n_ckpts : 0,
+        .state_floats = e->recurrent ? e->state_floats : 0,
     };
     return e->backend->ops->session_create(e->backend, e->model->weights, e->model->n_weights, &spec, &e->session);
 }
@@ -158,6 +167,7 @@ rlx_status rlx_engine_create(const rlx_model *model, const rlx_family_ops *famil
     e->backend = backend;
     e->decode_ahead = decode_ahead > 0 ? decode_ahead : RLX_DECODE_AHEAD_DEFAULT;
     rlx_status st = resolve_opts(e, opts);
+    if (!st) st = rlx_engine_state_init(e);
     if (!st) st = create_session(e);
     if (!st) st = alloc_buffers(e);
     if (st) {
@@ -208,8 +218,16 @@ rlx_status rlx_engine_kv_memory_for(const char *path, int32_t n_seqs, int32_t n_
     return NULL;
 }
 
-static void seq_clear(rlx_engine *e, eng_seq *s) {
+void rlx_engine_seq_evict(rlx_engine *e, eng_seq *s) {
     if (e->pages) rlx_kv_pages_release(e->pages, &s->table);
+    rlx_engine_slot_release(e, s);
+    s->resident = false;
+    s->recompute_to = 0;
+}
+
+static void seq_clear(rlx_engine *e, eng_seq *s) {
+    if (e->recurrent) rlx_engine_state_forget(e, (int32_t)(s - e->seqs));
+    rlx_engine_seq_evict(e, s);
     rlx_sampler_destroy(s->sampler);
     free(s->tokens);
     free(s->logits);
@@ -222,6 +240,7 @@ void rlx_engine_close(rlx_engine *e) {
     for (int32_t i = 0; i < e->n_seqs; i++)
         if (e->seqs[i].used) seq_clear(e, &e->seqs[i]);
     free(e->seqs);
+    rlx_engine_state_free(e);
     rlx_engine_programs_clear(e);
     if (e->session) e->backend->ops->session_destroy(e->session);
     rlx_kv_pages_destroy(e->pages);
@@ -232,6 +251,7 @@ void rlx_engine_close(rlx_engine *e) {
     free(e->argmax);
     free(e->batch);
     free(e->table_seq);
+    free(e->table_slot);
     free(e->table);
     free(e->logits);
     rlx_backend_destroy(e->owned_backend);
@@ -279,7 +299,7 @@ rlx_status rlx_engine_seq_create(rlx_engine *e, const rlx_seq_opts *opts, int32_
         e->n_seqs = n;
     }
     eng_seq *s = &e->seqs[slot];
-    *s = (eng_seq){.used = true, .state = RLX_SEQ_IDLE, .n_cached = -1};
+    *s = (eng_seq){.used = true, .state = RLX_SEQ_IDLE, .n_cached = -1, .slot = -1};
     rlx_status st = apply_opts(e, s, &o);
     if (st) {
         seq_clear(e, s);
@@ -340,6 +360,27 @@ rlx_status rlx_engine_seq_append(rlx_engine *e, int32_t id, const int32_t *ids, 
     return NULL;
 }
 
+rlx_status rlx_engine_seq_compute(rlx_engine *e, int32_t id) {
+    eng_seq *s;
+    RLX_TRY(get_seq(e, id, "seq_compute", &s));
+    if (s->state == RLX_SEQ_FAILED || generating(s))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_compute: sequence %d is %s", (int)id,
+                          s->state == RLX_SEQ_FAILED ? "failed" : "still generating");
+    int32_t owed = rlx_engine_seq_n_computed(e, id);
+    if (s->table.n_tokens >= owed) return NULL;
+    s->n_tokens = owed; /* a generated token never run goes: the state never held it */
+    rlx_seq_opts quiet = {0};
+    RLX_TRY(apply_opts(e, s, &quiet));
+    s->logits_from = owed;
+    s->logits_rows = 0;
+    s->n_gen = 0;
+    s->finish = RLX_FINISH_NONE;
+    s->ahead = 1;
+    s->state = s->resident ? RLX_SEQ_RUNNING : RLX_SEQ_WAITING;
+    s->ticket = ++e->n_tickets;
+    return NULL;
+}
+
 rlx_status rlx_engine_seq_set_opts(rlx_engine *e, int32_t id, const rlx_seq_opts *opts) {
     eng_seq *s;
     RLX_TRY(get_seq(e, id, "seq_set_opts", &s));
@@ -361,12 +402,17 @@ rlx_status rlx_engine_seq_fork(rlx_engine *e, int32_t id, int32_t *new_id) {
     src = &e->seqs[id]; /* create may have moved the array */
     rlx_status st = NULL;
     for (int32_t i = 0; i < src->n_tokens && !st; i++) st = rlx_engine_seq_push(dst, src->tokens[i]);
-    if (!st && src->resident) st = rlx_kv_pages_fork(e->pages, &src->table, &dst->table);
+    /* a recurrent model's branch also copies the state, into a slot of its own; with none to be had
+     * it waits, its tokens recomputed when it is given more */
+    bool resident = src->resident && (!e->recurrent || rlx_engine_slot_take(e, dst, src));
+    if (!st && resident) st = rlx_kv_pages_fork(e->pages, &src->table, &dst->table);
+    if (!st && resident && e->recurrent) st = e->backend->ops->copy_state(e->session, &src->slot, &dst->slot, 1);
     if (st) {
         rlx_engine_seq_free(e, *new_id);
         return st;
     }
-    dst->resident = src->resident;
+    dst->resident = resident;
+    dst->recompute_to = resident ? src->recompute_to : 0;
     dst->admitted = ++e->n_admitted;
     dst->state = RLX_SEQ_IDLE; /* uncomputed tokens run with the next append */
     dst->n_gen = dst->opts.n_new;
@@ -380,8 +426,17 @@ rlx_status rlx_engine_seq_truncate(rlx_engine *e, int32_t id, int32_t n) {
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_truncate: sequence %d is still generating", (int)id);
     if (n < 0 || n > s->n_tokens)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_truncate: %d tokens of %d", (int)n, (int)s->n_tokens);
+    if (s->table.n_tokens > n && e->recurrent && s->resident) {
+        rlx_status st = rlx_engine_state_rewind(e, s, n);
+        if (st) {
+            rlx_engine_seq_fail(e, s, rlx_errorf(rlx_status_code(st), "%s", rlx_status_message(st)));
+            return rlx_status_annotate(st, "seq_truncate: sequence %d back to %d tokens", (int)id, (int)n);
+        }
+    } else if (s->table.n_tokens > n) {
+        rlx_kv_pages_truncate(e->pages, &s->table, n);
+    }
     s->n_tokens = n;
-    if (s->table.n_tokens > n) rlx_kv_pages_truncate(e->pages, &s->table, n);
+    if (s->recompute_to > n) s->recompute_to = n;
     if (s->state == RLX_SEQ_FAILED) return NULL;
     /* tokens left uncomputed (a generation's last) run with the next append */
     s->state = RLX_SEQ_IDLE;
@@ -389,6 +444,14 @@ rlx_status rlx_engine_seq_truncate(rlx_engine *e, int32_t id, int32_t n) {
     s->n_gen = s->opts.n_new; /* nothing left to generate until the next append */
     s->logits_rows = 0;
     return NULL;
+}
+
+rlx_status rlx_engine_seq_checkpoint(rlx_engine *e, int32_t id) {
+    eng_seq *s;
+    RLX_TRY(get_seq(e, id, "seq_checkpoint", &s));
+    if (s->state == RLX_SEQ_RUNNING || s->state == RLX_SEQ_WAITING)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "seq_checkpoint: sequence %d has tokens to compute", (int)id);
+    return rlx_engine_state_checkpoint(e, s, false);
 }
 
 void rlx_engine_seq_free(rlx_engine *e, int32_t id) {
@@ -402,8 +465,7 @@ void rlx_engine_seq_fail(rlx_engine *e, eng_seq *s, rlx_status st) {
     free(s->error);
     s->error = strdup(msg ? msg : "failed");
     rlx_status_free(st);
-    rlx_kv_pages_release(e->pages, &s->table);
-    s->resident = false;
+    rlx_engine_seq_evict(e, s);
     s->state = RLX_SEQ_FAILED;
 }
 
@@ -456,7 +518,8 @@ const float *rlx_engine_seq_logits(const rlx_engine *e, int32_t id, int32_t *n_r
 
 int32_t rlx_engine_seq_n_computed(const rlx_engine *e, int32_t id) {
     eng_seq *s = rlx_engine_seq_get(e, id);
-    return s ? s->table.n_tokens : 0;
+    if (!s) return 0;
+    return s->recompute_to > s->table.n_tokens ? s->recompute_to : s->table.n_tokens;
 }
 
 rlx_status rlx_engine_seq_status(const rlx_engine *e, int32_t id) {
@@ -485,12 +548,18 @@ rlx_engine_stats rlx_engine_get_stats(const rlx_engine *e) {
         .pages_used = ps.used,
         .pages_cached = ps.cached,
         .kv_bytes = e->kv_bytes,
-        .prefix_queries = ps.prefix_queries,
-        .prefix_hits = ps.prefix_hits,
+        .prefix_queries = ps.prefix_queries + e->ckpt_queries,
+        .prefix_hits = ps.prefix_hits + e->ckpt_hits,
         .n_steps = e->n_steps,
         .n_rows = e->n_rows,
         .n_preempted = e->n_preempted,
         .n_compiles = e->n_compiles,
         .n_programs = rlx_engine_n_programs(e),
+        .state_seq_slots = e->n_seq_slots,
+        .state_ckpt_slots = e->n_ckpts,
+        .checkpoints_held = e->recurrent ? rlx_engine_n_checkpoints(e) : 0,
+        .state_slot_bytes = e->state_floats * e->n_recurrent * (int64_t)sizeof(float),
+        .checkpoints_made = e->n_checkpoints_made,
+        .n_rewinds = e->n_rewinds,
     };
 }

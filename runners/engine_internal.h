@@ -11,6 +11,7 @@
 #include "loader/format/model.h"
 #include "rlx/engine.h"
 #include "runners/family.h"
+#include "loader/format/model_config.h"
 #include "runners/kv_pages.h"
 #include "runners/sampling.h"
 
@@ -47,7 +48,22 @@ typedef struct eng_seq {
     int32_t logits_from;    /* all_logits: the first position of the rows kept */
     float *logits;          /* owned: kept logits, logits_cap rows */
     int32_t logits_rows, logits_cap;
+    /* recurrent models (engine_state.c) */
+    int32_t slot;           /* its state slot while resident, else -1 */
+    int32_t recompute_to;   /* a rewind's end: positions [table.n_tokens, recompute_to) are owed */
 } eng_seq;
+
+/* A checkpoint of a recurrent model (engine_state.c): a copy of a sequence's state slot at a
+ * position, in state slot n_seq_slots + its index, with the attention layers' pages of the
+ * positions before it (shared, copy-on-write) and the tokens it stands for. */
+typedef struct eng_ckpt {
+    int32_t n_tokens;       /* 0: unused */
+    int32_t *tokens;        /* owned, n_tokens (cap allocated) */
+    int32_t cap;
+    rlx_kv_table table;     /* pages of positions [0, n_tokens) */
+    int32_t owner;          /* the sequence of a rollback checkpoint (one each), else -1 */
+    uint64_t last_use;
+} eng_ckpt;
 
 struct rlx_engine {
     rlx_model *owned_model;       /* owned when opened by path */
@@ -77,6 +93,18 @@ struct rlx_engine {
     int32_t logits_cap;
     int64_t n_tickets;
     int64_t n_steps, n_rows, n_preempted, n_compiles;
+    /* recurrent state (engine_state.c); all zero for an attention-only model */
+    bool recurrent;               /* some layer is recurrent */
+    uint8_t layer_kind[RLX_MAX_LAYERS]; /* rlx_state_kind per layer, the session's spec */
+    int32_t n_seq_slots;          /* state slots of resident sequences: 0 .. n_seq_slots - 1 */
+    int32_t *slot_seq;            /* owned, n_seq_slots: the sequence holding each, -1 free */
+    eng_ckpt *ckpts;              /* owned, n_ckpts: slots n_seq_slots + i */
+    int32_t n_ckpts;
+    int64_t state_floats;         /* one recurrent layer's state per slot */
+    int32_t n_recurrent;          /* recurrent layers */
+    int32_t *table_slot;          /* per table row of a step: its state slot (max_rows) */
+    uint64_t ckpt_tick;
+    int64_t ckpt_queries, ckpt_hits, n_rewinds, n_checkpoints_made;
 };
 
 /* The sequence of an id, or NULL. */
@@ -99,10 +127,42 @@ int32_t rlx_engine_n_programs(const rlx_engine *e);
 /* Buckets: the smallest power of two >= n, at most cap (n <= cap); exact when exact_buckets. */
 int32_t rlx_engine_bucket(const rlx_engine *e, int32_t n, int32_t cap);
 
-/* Positions of a sequence whose K/V are computed (its tokens less those still pending). */
+/* Queues a rewound sequence's owed positions (rlx_engine_seq_n_computed past its table) to be
+ * computed by the next steps, with no logits kept and nothing generated; the tokens past them go. */
+rlx_status rlx_engine_seq_compute(rlx_engine *e, int32_t id);
+/* Positions a sequence's state holds: those whose K/V are computed, and a rewind's owed ones. */
 int32_t rlx_engine_seq_n_computed(const rlx_engine *e, int32_t id);
 /* A sequence's failure as a status (NULL unless FAILED). */
 rlx_status rlx_engine_seq_status(const rlx_engine *e, int32_t id);
+
+/* ---- recurrent state (engine_state.c) ---- */
+
+/* The state spec's recurrent part from the model: layer kinds, slots, floats per slot; the slot and
+ * checkpoint tables. RLX_ERR_UNSUPPORTED for a recurrent model on a backend without copy_state. */
+rlx_status rlx_engine_state_init(rlx_engine *e);
+void rlx_engine_state_free(rlx_engine *e);
+/* A state slot for s (resident from here on); a sequence that is not RUNNING and not `keep` is
+ * preempted for it when none is free. false: none could be had. */
+bool rlx_engine_slot_take(rlx_engine *e, eng_seq *s, const eng_seq *keep);
+void rlx_engine_slot_release(rlx_engine *e, eng_seq *s);
+/* For a sequence admitted with an empty table: its state and pages from the checkpoint of the
+ * longest prefix of its tokens (at most n_tokens - 1, so its last token runs for its logits).
+ * Returns the tokens resumed (0: it starts from position 0). */
+int32_t rlx_engine_state_resume(rlx_engine *e, eng_seq *s);
+/* Keeps positions [0, n) of a resident sequence whose state is past n: its state and table go back
+ * to the nearest checkpoint at or before n (or position 0) and positions up to n are owed. */
+rlx_status rlx_engine_state_rewind(rlx_engine *e, eng_seq *s, int32_t n);
+/* A checkpoint of s at its computed position (a resident sequence whose state is not owed).
+ * rollback: the sequence's one rollback checkpoint, replaced by the next. */
+rlx_status rlx_engine_state_checkpoint(rlx_engine *e, eng_seq *s, bool rollback);
+/* Drops the checkpoint used least recently that holds pages: true when one was dropped. */
+bool rlx_engine_state_drop_ckpt(rlx_engine *e);
+/* Drops the rollback checkpoint of sequence id (when it is freed). */
+void rlx_engine_state_forget(rlx_engine *e, int32_t id);
+int32_t rlx_engine_n_checkpoints(const rlx_engine *e);
+/* A resident sequence gives up its pages and state slot (preemption, failure, a slot for another);
+ * its tokens stay, to be recomputed when it is admitted again. */
+void rlx_engine_seq_evict(rlx_engine *e, eng_seq *s);
 
 /* The engine over a loaded model and backend (borrowed; they outlive it): the runner's. */
 rlx_status rlx_engine_create(const rlx_model *model, const rlx_family_ops *family, rlx_backend *backend,

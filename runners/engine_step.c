@@ -63,13 +63,18 @@ static void admit(rlx_engine *e) {
     int32_t running = n_running(e), promised = 0;
     for (eng_seq *s; (s = next_waiting(e));) {
         if (e->opts.max_parallel && running >= e->opts.max_parallel) return;
+        /* a recurrent model's sequence holds a state slot while resident */
+        if (e->recurrent && !rlx_engine_slot_take(e, s, NULL)) return;
         if (s->table.n_tokens == 0 && s->table.n_pages == 0 && !e->opts.no_prefix_cache) {
-            int32_t hit = rlx_kv_pages_match_prefix(e->pages, &s->table, s->tokens, s->n_tokens, s->n_tokens - 1);
+            int32_t hit = e->recurrent ? rlx_engine_state_resume(e, s)
+                                       : rlx_kv_pages_match_prefix(e->pages, &s->table, s->tokens, s->n_tokens,
+                                                                   s->n_tokens - 1);
             if (s->n_cached < 0) s->n_cached = hit;
         }
         int32_t want = pages_wanted(e, s);
         if (running > 0 && promised + want + running > rlx_kv_pages_available(e->pages)) {
             rlx_kv_pages_release(e->pages, &s->table);
+            rlx_engine_slot_release(e, s);
             return;
         }
         promised += want;
@@ -83,8 +88,7 @@ static void admit(rlx_engine *e) {
 /* Frees a sequence's pages; it is recomputed (from its cached prefix, if any survives) when it is
  * admitted again. Idle and finished ones keep their state and tokens. */
 static void preempt(rlx_engine *e, eng_seq *s) {
-    rlx_kv_pages_release(e->pages, &s->table);
-    s->resident = false;
+    rlx_engine_seq_evict(e, s);
     if (s->state == RLX_SEQ_RUNNING) {
         s->state = RLX_SEQ_WAITING;
         s->ticket = -s->admitted; /* before every new arrival, in its original order */
@@ -129,6 +133,11 @@ static rlx_status reserve(rlx_engine *e, eng_seq *s, int32_t take, const bool *p
             rlx_engine_seq_fail(e, s, st);
             return NULL;
         }
+        /* pages only a checkpoint holds go first: a checkpoint is a cache */
+        if (e->recurrent && rlx_engine_state_drop_ckpt(e)) {
+            rlx_status_free(st);
+            continue;
+        }
         /* a finished or idle sequence's pages are taken even without preemption: it has no work */
         eng_seq *v = victim_for(e, s, placed);
         if (v && (v->state != RLX_SEQ_RUNNING || !e->opts.no_preempt)) {
@@ -158,6 +167,7 @@ static void add_rows(rlx_engine *e, batch *b, int32_t id, int32_t take) {
     eng_seq *s = &e->seqs[id];
     int32_t t = b->n_tables++, p0 = s->table.n_tokens;
     e->table_seq[t] = id;
+    e->table_slot[t] = s->slot;
     for (int32_t i = 0; i < take; i++) {
         int32_t r = b->n_rows++, pos = p0 + i;
         e->ids[r] = s->tokens[pos];
@@ -257,7 +267,8 @@ static rlx_status run_batch(rlx_engine *e, const batch *b, rlx_decode_head head,
     RLX_TRY(rlx_engine_program(e, rows, cols * e->page_size, out, head, apart, &prog, &owned));
     const void *inputs[2] = {e->ids, e->out_rows};
     void *outputs[1] = {head == RLX_DECODE_ARGMAX ? (void *)e->argmax : (void *)e->logits};
-    rlx_run_rows rr = {.pos = e->pos, .seq = e->row_seq, .pages = e->table, .n_seqs = b->n_tables, .page_cols = cols};
+    rlx_run_rows rr = {.pos = e->pos, .seq = e->row_seq, .pages = e->table, .n_seqs = b->n_tables, .page_cols = cols,
+                       .slots = e->recurrent ? e->table_slot : NULL};
     rlx_run_args args = {.n_tokens = b->n_rows, .inputs = inputs, .outputs = outputs, .rows = &rr};
     rlx_status st = e->backend->ops->run(prog, &args);
     if (owned) e->backend->ops->program_destroy(prog);
@@ -277,8 +288,17 @@ static rlx_status check_id(const rlx_engine *e, int32_t id, int32_t pos) {
                       (int)pos, (int)id, (int)e->n_vocab);
 }
 
-/* A sampled token joins the sequence; the stop rules decide whether it ends there. */
-static void accept_token(rlx_engine *e, eng_seq *s, int32_t tok) {
+/* A checkpoint the engine makes on its own (where a history is likely to be resumed); one that
+ * fails (the device) fails the sequence. */
+static void auto_checkpoint(rlx_engine *e, eng_seq *s) {
+    if (!e->recurrent) return;
+    rlx_status st = rlx_engine_state_checkpoint(e, s, false);
+    if (st) rlx_engine_seq_fail(e, s, rlx_status_annotate(st, "checkpoint at %d tokens", (int)s->table.n_tokens));
+}
+
+/* A sampled token joins the sequence; the stop rules decide whether it ends there. in_sync: the
+ * state slot stands at the sequence's computed position (not past it, as in a chain). */
+static void accept_token(rlx_engine *e, eng_seq *s, int32_t tok, bool in_sync) {
     rlx_status st = rlx_engine_seq_push(s, tok);
     if (st) {
         rlx_engine_seq_fail(e, s, st);
@@ -291,6 +311,9 @@ static void accept_token(rlx_engine *e, eng_seq *s, int32_t tok) {
     else if (!s->opts.sample.ignore_eos && eos >= 0 && tok == eos) s->finish = RLX_FINISH_EOS;
     else if (s->n_gen >= s->opts.n_new || s->n_tokens >= e->opts.model.n_ctx) s->finish = RLX_FINISH_LENGTH;
     if (s->finish != RLX_FINISH_NONE) s->state = RLX_SEQ_DONE;
+    /* the end of a turn: the next turn's prompt starts with this history (its last token, never
+     * run, aside) */
+    if (s->state == RLX_SEQ_DONE && in_sync) auto_checkpoint(e, s);
 }
 
 /* Logits of the last row: kept, then sampled when the sequence generates. */
@@ -303,12 +326,18 @@ static void finish_row(rlx_engine *e, eng_seq *s, float *logits, int32_t argmax,
         s->state = s->n_gen > 0 ? RLX_SEQ_DONE : RLX_SEQ_IDLE;
         return;
     }
+    /* where generation begins (after the assistant header): a chat template that re-renders the
+     * answer differently (Qwen3.5 drops its thinking) still resumes here */
+    if (s->n_gen == 0) {
+        auto_checkpoint(e, s);
+        if (s->state == RLX_SEQ_FAILED) return;
+    }
     int32_t tok = argmax;
     rlx_status st = host ? rlx_sampler_sample(s->sampler, logits, s->tokens, s->n_tokens, &tok)
                          : check_id(e, argmax, s->n_tokens - 1);
     if (!st && host) st = check_id(e, tok, s->n_tokens - 1);
     if (st) return rlx_engine_seq_fail(e, s, rlx_status_annotate(st, "generating token %d", (int)s->n_gen));
-    accept_token(e, s, tok);
+    accept_token(e, s, tok, true);
 }
 
 static void after_run(rlx_engine *e, const batch *b, bool gathered, bool host) {
@@ -385,7 +414,8 @@ static rlx_status step_chain(rlx_engine *e, eng_seq *s, bool *done) {
     int32_t tok = s->tokens[p0], seq0 = 0, outs[RLX_RUN_CHAIN_MAX], last;
     const void *inputs[1] = {&tok};
     void *outputs[1] = {&last};
-    rlx_run_rows rr = {.pos = &p0, .seq = &seq0, .pages = e->table, .n_seqs = 1, .page_cols = cols};
+    rlx_run_rows rr = {.pos = &p0, .seq = &seq0, .pages = e->table, .n_seqs = 1, .page_cols = cols,
+                       .slots = e->recurrent ? &s->slot : NULL};
     rlx_run_args args = {.n_tokens = 1, .inputs = inputs, .outputs = outputs, .rows = &rr};
     st = e->backend->ops->run_chain(prog, &args, k, outs);
     if (st && rlx_status_code(st) == RLX_ERR_UNSUPPORTED) {
@@ -406,7 +436,12 @@ static rlx_status step_chain(rlx_engine *e, eng_seq *s, bool *done) {
             rlx_engine_seq_fail(e, s, rlx_status_annotate(bad, "generating token %d", (int)s->n_gen));
             break;
         }
-        accept_token(e, s, outs[used - 1]);
+        accept_token(e, s, outs[used - 1], used == k);
+    }
+    if (s->state != RLX_SEQ_FAILED && used < k && e->recurrent) {
+        /* the state ran past the stop: back to a checkpoint, the rest owed */
+        rlx_status bad = rlx_engine_state_rewind(e, s, p0 + used);
+        if (bad) rlx_engine_seq_fail(e, s, rlx_status_annotate(bad, "after a decode chain"));
     }
     if (s->state != RLX_SEQ_FAILED) rlx_kv_pages_truncate(e->pages, &s->table, p0 + used);
     s->ahead = 2 * s->ahead < e->decode_ahead ? 2 * s->ahead : e->decode_ahead;

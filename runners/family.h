@@ -47,6 +47,9 @@ typedef struct rlx_family_ops {
     rlx_family family;
     const char *name; /* as rlx_runner_family() reports it */
     rlx_layer_fn layer;
+    /* Floats of one recurrent layer's state per sequence slot (ir/backend.h rlx_state_spec); NULL
+     * for a family without recurrent layers. */
+    int64_t (*state_floats)(const rlx_model_config *c);
 } rlx_family_ops;
 
 /* Prefill over `seq_bucket` static rows. Cached kinds view the first `seq_bucket` rows of the KV
@@ -71,9 +74,8 @@ extern const rlx_family_ops rlx_family_qwen3_ops;
 extern const rlx_family_ops rlx_family_qwen3moe_ops;
 extern const rlx_family_ops rlx_family_llama_ops;
 extern const rlx_family_ops rlx_family_gemma3_ops;
-/* qwen35 and qwen35moe (runners/qwen35.c): not yet found by rlx_family_ops_find, since the engine
- * does not hold recurrent state yet; their graphs run where a caller makes the session's state
- * (runners/qwen35.h). */
+/* qwen35 and qwen35moe (runners/qwen35.c): hybrids of recurrent (Gated DeltaNet) and attention
+ * layers; the engine keeps their state in slots (runners/engine_state.c). */
 extern const rlx_family_ops rlx_family_qwen35_ops;
 extern const rlx_family_ops rlx_family_qwen35moe_ops;
 

@@ -38,4 +38,4 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     return rlx_add(g, x, h);
 }
 
-const rlx_family_ops rlx_family_gemma3_ops = {RLX_FAMILY_GEMMA3, "gemma3", layer};
+const rlx_family_ops rlx_family_gemma3_ops = {RLX_FAMILY_GEMMA3, "gemma3", layer, NULL};

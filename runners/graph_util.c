@@ -17,14 +17,15 @@ const char *rlx_prefill_kind_name(rlx_prefill_kind kind) {
 
 rlx_status rlx_family_ops_find(rlx_family family, const rlx_family_ops **out) {
     static const rlx_family_ops *const all[] = {
-        &rlx_family_qwen3_ops, &rlx_family_qwen3moe_ops, &rlx_family_llama_ops, &rlx_family_gemma3_ops};
+        &rlx_family_qwen3_ops,  &rlx_family_qwen3moe_ops, &rlx_family_llama_ops,
+        &rlx_family_gemma3_ops, &rlx_family_qwen35_ops,   &rlx_family_qwen35moe_ops};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (all[i]->family == family) {
             *out = all[i];
             return NULL;
         }
     }
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "model family '%s' has no runner yet (supported: qwen3, llama, gemma3, qwen3moe)",
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "model family '%s' has no runner yet (supported: qwen3, llama, gemma3, qwen3moe, qwen35, qwen35moe)",
                       rlx_family_name(family));
 }
 

@@ -19,4 +19,4 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     return rlx_add(g, x, rlx_fwd_gated_ffn(f, il, h, rlx_silu));
 }
 
-const rlx_family_ops rlx_family_llama_ops = {RLX_FAMILY_LLAMA, "llama", layer};
+const rlx_family_ops rlx_family_llama_ops = {RLX_FAMILY_LLAMA, "llama", layer, NULL};

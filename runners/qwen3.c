@@ -39,5 +39,5 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     return rlx_add(f->g, x, y);
 }
 
-const rlx_family_ops rlx_family_qwen3_ops = {RLX_FAMILY_QWEN3, "qwen3", layer};
-const rlx_family_ops rlx_family_qwen3moe_ops = {RLX_FAMILY_QWEN3MOE, "qwen3moe", layer};
+const rlx_family_ops rlx_family_qwen3_ops = {RLX_FAMILY_QWEN3, "qwen3", layer, NULL};
+const rlx_family_ops rlx_family_qwen3moe_ops = {RLX_FAMILY_QWEN3MOE, "qwen3moe", layer, NULL};

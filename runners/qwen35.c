@@ -108,5 +108,5 @@ static rlx_node layer(rlx_fwd *f, int32_t il, rlx_node x) {
     return rlx_add(g, x, moe ? moe_ffn(f, il, h) : rlx_fwd_gated_ffn(f, il, h, rlx_silu));
 }
 
-const rlx_family_ops rlx_family_qwen35_ops = {RLX_FAMILY_QWEN35, "qwen35", layer};
-const rlx_family_ops rlx_family_qwen35moe_ops = {RLX_FAMILY_QWEN35MOE, "qwen35moe", layer};
+const rlx_family_ops rlx_family_qwen35_ops = {RLX_FAMILY_QWEN35, "qwen35", layer, rlx_qwen35_state_floats};
+const rlx_family_ops rlx_family_qwen35moe_ops = {RLX_FAMILY_QWEN35MOE, "qwen35moe", layer, rlx_qwen35_state_floats};

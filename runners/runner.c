@@ -43,6 +43,10 @@ static rlx_status open_parts(rlx_runner *r, const char *path, const rlx_runner_o
     RLX_TRY(rlx_backend_select(o->backend, o->device, o->n_threads, &r->backend));
     uint32_t train = c->n_ctx_train ? c->n_ctx_train : DEFAULT_MAX_CTX;
     int32_t n_ctx = o->n_ctx ? o->n_ctx : (int32_t)(train < DEFAULT_MAX_CTX ? train : DEFAULT_MAX_CTX);
+    if (o->no_kv_cache && r->family->state_floats)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                          "'%s': the naive path (no KV cache) cannot run a %s model: its Gated DeltaNet layers need "
+                          "the recurrent state the engine keeps", path, r->family->name);
     if (o->no_kv_cache) {
         rlx_generator_opts go = {.n_ctx = n_ctx, .no_kv_cache = true, .no_buckets = o->no_buckets,
                                  .no_prefill_cache = o->no_prefill_cache};

@@ -115,10 +115,22 @@ rlx_status rlx_runner_seq_prefill(rlx_engine *e, int32_t *seq, const int32_t *id
     return append_logits(e, seq, ids, n, false, logits);
 }
 
+/* A recurrent model's checkpoint before draft rows, so that dropping them (truncate) restores the
+ * state exactly: first the positions a rewind left owed are computed, else the checkpoint would
+ * have to stand further back. */
+static rlx_status rollback_point(rlx_engine *e, int32_t *seq) {
+    if (!e->recurrent) return NULL;
+    RLX_TRY(rlx_engine_seq_compute(e, *seq));
+    rlx_status st = run_seq(e, *seq);
+    eng_seq *s = rlx_engine_seq_get(e, *seq);
+    if (!st && s) st = rlx_engine_state_checkpoint(e, s, true);
+    return reset_if_failed(e, seq, st);
+}
+
 /* Tokens go after the computed ones: a generated token that was never run (the last of a
  * generation) is dropped, as the state never held it. */
 static rlx_status after_computed(rlx_engine *e, int32_t *seq, const int32_t *ids, int32_t n, bool all, float *out,
-                                 const char *what) {
+                                 const char *what, bool rollback) {
     RLX_TRY(check_seq(*seq));
     int32_t held = rlx_engine_seq_n_computed(e, *seq);
     if (held < 1)
@@ -127,13 +139,14 @@ static rlx_status after_computed(rlx_engine *e, int32_t *seq, const int32_t *ids
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "%s: the context is full (%d of %d tokens, %d more)", what,
                           (int)held, (int)rlx_engine_n_ctx(e), (int)n);
     RLX_TRY(rlx_engine_seq_truncate(e, *seq, held));
+    if (rollback) RLX_TRY(rollback_point(e, seq));
     return append_logits(e, seq, ids, n, all, out);
 }
 
 rlx_status rlx_runner_seq_decode(rlx_engine *e, int32_t *seq, int32_t token, float *logits) {
-    return after_computed(e, seq, &token, 1, false, logits, "decode");
+    return after_computed(e, seq, &token, 1, false, logits, "decode", false);
 }
 
 rlx_status rlx_runner_seq_verify(rlx_engine *e, int32_t *seq, const int32_t *ids, int32_t n, float *logits) {
-    return after_computed(e, seq, ids, n, true, logits, "verify");
+    return after_computed(e, seq, ids, n, true, logits, "verify", true);
 }

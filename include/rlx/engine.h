@@ -10,7 +10,15 @@
  *
  * When the pool runs out of pages, the engine preempts the sequence admitted last (frees its pages
  * and recomputes it later: the same final output) or, when a sequence cannot fit even alone,
- * finishes it with an error; the others go on. The engine is not thread-safe: one thread calls it. */
+ * finishes it with an error; the others go on. The engine is not thread-safe: one thread calls it.
+ *
+ * Recurrent models (qwen35: Gated DeltaNet layers) also keep a fixed-size state per sequence in a
+ * state slot on the device: each resident sequence holds one, and checkpoints (copies of a slot at
+ * a position, with the attention pages before it) let a sequence go back (truncate: the nearest
+ * checkpoint at or before the position, then the tokens after it recomputed) and a new prompt
+ * resume a history (the prefix cache of such a model starts only at a checkpointed position).
+ * Checkpoints are made where generation begins (after the prompt), where a generation ends, and on
+ * request (rlx_engine_seq_checkpoint); ARCHITECTURE.md says what they cost. */
 #ifndef RLX_ENGINE_H
 #define RLX_ENGINE_H
 
@@ -38,10 +46,16 @@ typedef struct rlx_engine_opts {
     bool deterministic;     /* a sequence's results do not depend on the batch it ran in (bit for bit) */
     bool exact_buckets;     /* programs for the exact row and page counts (reference paths) */
     bool no_program_cache;  /* compile every step's program anew (reference paths) */
+    /* Recurrent models: checkpoint slots on the device, each state_floats x recurrent layers x 4
+     * bytes (rlx_engine_stats.state_slot_bytes); 0: RLX_ENGINE_CHECKPOINTS_DEFAULT. The sequences
+     * that hold a state at once are max_parallel, or RLX_ENGINE_STATE_SEQS_DEFAULT when that is 0. */
+    int32_t checkpoints;
 } rlx_engine_opts;
 
 #define RLX_ENGINE_CHUNK_DEFAULT 256
 #define RLX_ENGINE_ROWS_DEFAULT 512
+#define RLX_ENGINE_CHECKPOINTS_DEFAULT 16
+#define RLX_ENGINE_STATE_SEQS_DEFAULT 16
 
 static inline rlx_engine_opts rlx_engine_opts_default(void) {
     rlx_engine_opts o = {0};
@@ -91,8 +105,14 @@ rlx_status rlx_engine_seq_append(rlx_engine *e, int32_t id, const int32_t *ids, 
 rlx_status rlx_engine_seq_set_opts(rlx_engine *e, int32_t id, const rlx_seq_opts *opts);
 /* A new sequence with the same tokens, sharing their pages (copied on the first write). */
 rlx_status rlx_engine_seq_fork(rlx_engine *e, int32_t id, int32_t *new_id);
-/* Keeps the first n tokens (n <= its length); free for attention-only models. */
+/* Keeps the first n tokens (n <= its length); free for attention-only models. A recurrent model's
+ * state goes back to the nearest checkpoint at or before n (or to position 0), and the tokens from
+ * there to n are recomputed with the next append; rlx_engine_seq_n_computed counts them as held. */
 rlx_status rlx_engine_seq_truncate(rlx_engine *e, int32_t id, int32_t n);
+/* Recurrent models: a checkpoint of the sequence's state at its computed position, so that a later
+ * truncate or a new prompt with this history resumes there. Idle, done or new sequences only;
+ * nothing for an attention-only model or a sequence not holding a state. */
+rlx_status rlx_engine_seq_checkpoint(rlx_engine *e, int32_t id);
 void rlx_engine_seq_free(rlx_engine *e, int32_t id); /* an unknown id is ignored */
 
 /* One step of every active sequence. Errors that belong to one sequence fail that sequence only
@@ -125,9 +145,14 @@ rlx_kv_type rlx_engine_kv_type(const rlx_engine *e); /* as resolved: RLX_KV_TYPE
 typedef struct rlx_engine_stats {
     int32_t page_size, n_pages, pages_used, pages_cached;
     int64_t kv_bytes;           /* the pool, all layers, at the resolved K/V type (rlx_engine_kv_type) */
-    int64_t prefix_queries, prefix_hits; /* tokens looked up / found in cached pages */
+    int64_t prefix_queries, prefix_hits; /* tokens looked up / found in cached pages (or checkpoints) */
     int64_t n_steps, n_rows, n_preempted, n_compiles;
     int32_t n_programs;
+    /* recurrent models (0 otherwise): state slots of sequences and of checkpoints, the bytes of one
+     * slot over every recurrent layer, checkpoints held and made, rewinds (truncates that went back
+     * to a checkpoint) */
+    int32_t state_seq_slots, state_ckpt_slots, checkpoints_held;
+    int64_t state_slot_bytes, checkpoints_made, n_rewinds;
 } rlx_engine_stats;
 rlx_engine_stats rlx_engine_get_stats(const rlx_engine *e);
 
