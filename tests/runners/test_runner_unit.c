@@ -548,9 +548,13 @@ static int run_families(void) {
     check_fixture_family("gemma3", "gemma3-F16.gguf", &rlx_family_gemma3_ops);
     check_fixture_family("qwen3moe", "qwen3moe-F16.gguf", &rlx_family_qwen3moe_ops);
     const rlx_family_ops *ops = NULL;
-    T_ERR(rlx_family_ops_find(RLX_FAMILY_QWEN35, &ops), RLX_ERR_UNSUPPORTED, "qwen35");
-    T_ERR(rlx_family_ops_find(RLX_FAMILY_QWEN35MOE, &ops), RLX_ERR_UNSUPPORTED, "'qwen35moe' has no runner yet");
+    /* the hybrids are found, with their recurrent state's size; the others have none */
+    T_CHECK(!rlx_family_ops_find(RLX_FAMILY_QWEN35, &ops) && ops == &rlx_family_qwen35_ops && ops->state_floats,
+            "qwen35: its ops with a state size");
+    T_CHECK(!rlx_family_ops_find(RLX_FAMILY_QWEN35MOE, &ops) && ops == &rlx_family_qwen35moe_ops && ops->state_floats,
+            "qwen35moe: its ops with a state size");
     T_OK(rlx_family_ops_find(RLX_FAMILY_GEMMA3, &ops));
+    T_CHECK(ops->state_floats == NULL, "gemma3 has no recurrent state");
     return t_summary("test_runner_unit families");
 }
 

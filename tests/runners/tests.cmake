@@ -43,6 +43,10 @@ target_link_libraries(test_family_parity PRIVATE rlx_test_util)
 foreach(fam llama32 gemma3 qwen3moe)
   rlx_add_test_run(NAME family_parity_${fam} PROGRAM test_family_parity LABELS parity ARGS ${fam})
 endforeach()
+# The hybrids (recurrent + attention layers): their float files against ref-hf.json.
+foreach(fam qwen35 qwen35moe)
+  rlx_add_test_run(NAME family_parity_${fam} PROGRAM test_family_parity LABELS parity ARGS ${fam} hf F32 F16)
+endforeach()
 # qwen3 has every weight type: float and quantized files run as two tests.
 rlx_add_test_run(NAME family_parity_qwen3 PROGRAM test_family_parity LABELS parity ARGS qwen3 hf F32 F16 BF16)
 rlx_add_test_run(NAME family_parity_qwen3_quant PROGRAM test_family_parity LABELS parity
@@ -84,7 +88,8 @@ target_compile_definitions(test_kv_pages_collide PRIVATE RLX_KV_PAGES_HASH_MASK=
 rlx_add_test(NAME test_engine SOURCES test_engine.c LABELS unit)
 # The default KV budget's rule, against a backend that reports a device of a chosen size.
 rlx_add_test(NAME test_engine_budget SOURCES test_engine_budget.c LABELS unit)
-foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf)
+foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf qwen35/qwen35-F32.gguf
+          qwen35moe/qwen35moe-F16.gguf)
   get_filename_component(stem ${m} NAME_WE)
   rlx_add_test_run(NAME engine_${stem} PROGRAM test_engine LABELS parity ARGS models/${m})
 endforeach()
