@@ -94,6 +94,13 @@ foreach(m qwen3/qwen3-F32.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-F16.gguf
   rlx_add_test_run(NAME engine_${stem} PROGRAM test_engine LABELS parity ARGS models/${m})
 endforeach()
 
+# The hybrids' recurrent state in the engine and the runner: reference prompts in small chunks,
+# checkpoints, speculative rollback, a 10-turn chat's prefill per turn.
+rlx_add_test(NAME test_engine_state SOURCES test_engine_state.c LABELS parity ARGS qwen35 models/qwen35/qwen35-F32.gguf)
+add_test(NAME test_engine_state_qwen35moe COMMAND test_engine_state qwen35moe models/qwen35moe/qwen35moe-F16.gguf)
+set_tests_properties(test_engine_state_qwen35moe PROPERTIES LABELS "parity" SKIP_RETURN_CODE 77
+  ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+
 # Qwen3.5's layer on the CPU against ref-hf.json, with the session's recurrent state made by the
 # test (the engine does not hold it yet).
 add_executable(test_qwen35_graph ${CMAKE_CURRENT_LIST_DIR}/test_qwen35_graph.c)
