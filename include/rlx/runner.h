@@ -78,7 +78,7 @@ typedef bool (*rlx_token_callback)(int32_t token, void *user);
 rlx_status rlx_runner_open(const char *path, const rlx_runner_opts *opts, rlx_runner **out);
 void rlx_runner_close(rlx_runner *r); /* NULL is fine */
 
-const char *rlx_runner_family(const rlx_runner *r);  /* "qwen3", "llama", "gemma3", "qwen3moe" */
+const char *rlx_runner_family(const rlx_runner *r);  /* "qwen3", "llama", "gemma3", "qwen3moe", "qwen35", ... */
 int32_t rlx_runner_vocab_size(const rlx_runner *r);
 int32_t rlx_runner_n_ctx(const rlx_runner *r);
 int32_t rlx_runner_decode_ahead(const rlx_runner *r); /* opts.decode_ahead, or the default it stood for */
@@ -119,7 +119,9 @@ rlx_status rlx_runner_decode_get_logits(rlx_runner *r, int32_t token, float *log
  * decode steps) and writes the logits of every one (n * vocab_size floats, row-major). Rejected
  * draft tokens are then dropped with rlx_runner_truncate. */
 rlx_status rlx_runner_verify(rlx_runner *r, const int32_t *ids, int32_t n, float *logits_out);
-/* Keeps the first n tokens of the state (n <= rlx_runner_n_past): free for attention-only models. */
+/* Keeps the first n tokens of the state (n <= rlx_runner_n_past): free for attention-only models. A
+ * recurrent model (qwen35) checkpoints its state before verify's draft rows, so dropping them
+ * restores it exactly; other cuts go back to the nearest checkpoint and recompute from there. */
 rlx_status rlx_runner_truncate(rlx_runner *r, int32_t n);
 /* Tokens currently held by the generation state. */
 int32_t rlx_runner_n_past(const rlx_runner *r);
