@@ -13,6 +13,7 @@
  *  - a speculative step rolled back (runner verify + truncate) == never taken: the next step's
  *    logits are the same bits on the CPU (the state is restored from a checkpoint, never
  *    recomputed differently), also when part of the draft is kept;
+ *  - more sequences than state slots: each == alone, an evicted one's next turn == afresh;
  *  - a 10-turn chat, each turn a new sequence of the whole re-rendered history (as the server
  *    does): each prefills only what follows the previous turn's checkpoint; the tokens per turn
  *    are printed. */
@@ -227,6 +228,79 @@ static void test_rollback(void) {
     rlx_runner_close(r);
 }
 
+/* ---- more sequences than state slots ---- */
+
+/* Two sequence slots and two checkpoints for six sequences: each waits for a slot, takes the one a
+ * finished sequence gives up, and generates what it generates alone (the same rows in the same
+ * runs: the same ids); a finished sequence whose slot was taken, given a next turn, is readmitted
+ * from a checkpoint or from nothing and equals that history run afresh. */
+static void test_slots(void) {
+    enum { SEQS = 6, GEN = 8 };
+    int32_t prompts[SEQS][24], alone_ids[SEQS][GEN], got_n;
+    rlx_seq_opts go = {.n_new = GEN, .sample = rlx_sample_opts_greedy()};
+    go.sample.ignore_eos = true;
+    for (int k = 0; k < SEQS; k++) {
+        random_ids(prompts[k], 10 + 2 * k, 1000u + (uint32_t)k);
+        rlx_engine *e = open_engine(0, true);
+        int32_t id;
+        T_OK(rlx_engine_seq_create(e, &go, &id));
+        T_OK(rlx_engine_seq_append(e, id, prompts[k], 10 + 2 * k));
+        T_OK(rlx_engine_run(e));
+        const int32_t *t = rlx_engine_seq_tokens(e, id, &got_n);
+        if (got_n == 10 + 2 * k + GEN) memcpy(alone_ids[k], t + 10 + 2 * k, GEN * sizeof *t);
+        rlx_engine_close(e);
+    }
+    rlx_engine_opts o = rlx_engine_opts_default();
+    o.model.backend = g_backend;
+    o.model.n_threads = 2;
+    o.model.n_ctx = 512;
+    o.max_parallel = 2;
+    o.checkpoints = 2;
+    rlx_engine *e = NULL;
+    if (!T_OK(rlx_engine_open(g_model, &o, &e))) return;
+    int32_t id[SEQS];
+    for (int k = 0; k < SEQS; k++) {
+        T_OK(rlx_engine_seq_create(e, &go, &id[k]));
+        T_OK(rlx_engine_seq_append(e, id[k], prompts[k], 10 + 2 * k));
+        if (k == 2) T_OK(rlx_engine_step(e)); /* the rest join a running batch */
+    }
+    T_OK(rlx_engine_run(e));
+    int same = 0;
+    for (int k = 0; k < SEQS; k++) {
+        const int32_t *t = rlx_engine_seq_tokens(e, id[k], &got_n);
+        bool eq = got_n == 10 + 2 * k + GEN && !memcmp(t + 10 + 2 * k, alone_ids[k], GEN * sizeof *t);
+        T_CHECK(eq, "slots: sequence %d (%d tokens) differs from its run alone", k, got_n);
+        same += eq;
+    }
+    rlx_engine_stats st = rlx_engine_get_stats(e);
+    T_CHECK(st.checkpoints_held <= 2 && st.checkpoints_made > 2, "slots: %d checkpoints held, %lld made (expected "
+            "at most 2 held, more made)", st.checkpoints_held, (long long)st.checkpoints_made);
+    /* sequence 0 gave its slot up long ago: a next turn readmits it */
+    int32_t more[5], whole[40];
+    random_ids(more, 5, 4242);
+    const int32_t *t = rlx_engine_seq_tokens(e, id[0], &got_n);
+    memcpy(whole, t, (size_t)got_n * sizeof *t);
+    memcpy(whole + got_n, more, sizeof more);
+    int32_t n_whole = got_n + 5;
+    rlx_seq_opts keep = {.keep_logits = true};
+    T_OK(rlx_engine_seq_set_opts(e, id[0], &keep));
+    T_OK(rlx_engine_seq_append(e, id[0], more, 5));
+    T_OK(rlx_engine_run(e));
+    int32_t rows = 0;
+    const float *lg = rlx_engine_seq_logits(e, id[0], &rows);
+    float *want = malloc((size_t)g_vocab * sizeof *want);
+    rlx_engine *fresh = open_engine(0, true);
+    last_logits(fresh, whole, n_whole, want, NULL);
+    double d = lg && rows == 1 ? max_diff_f(lg, want, g_vocab) : INFINITY;
+    T_CHECK(d <= TOL, "slots: the evicted sequence's next turn: max|Δlogit| %.3g against its history afresh > %g", d,
+            TOL);
+    printf("  %d sequences over 2 state slots and 2 checkpoints: %d == alone (%lld checkpoints made); an evicted one's "
+           "next turn: max|Δlogit| %.3g\n", SEQS, same, (long long)st.checkpoints_made, d);
+    free(want);
+    rlx_engine_close(fresh);
+    rlx_engine_close(e);
+}
+
 /* ---- a 10-turn chat ---- */
 
 static void test_chat(void) {
@@ -311,6 +385,7 @@ int main(int argc, char **argv) {
     test_reference_chunks(ref);
     test_continued();
     test_rollback();
+    test_slots();
     test_chat();
     json_decref(ref);
     return t_summary("test_engine_state");
