@@ -26,6 +26,7 @@ static const pow2_knob pow2_knobs[] = {
     POW2_KNOB("RLX_VK_MATVEC_UNR", matvec_unr, 1, 8),
     POW2_KNOB("RLX_VK_ATTN_GW", attn_gw, 1, 4),
     POW2_KNOB("RLX_VK_ATTN_SPLIT_KEYS", attn_split_keys, 16, 4096),
+    POW2_KNOB("RLX_VK_ATTN_KB", attn_kb, 1, 16),
     POW2_KNOB("RLX_VK_COOPMAT_TM", coopmat_tm, 64, 128),
     POW2_KNOB("RLX_VK_COOPMAT_DEPTH", coopmat_depth, 1, 2),
     POW2_KNOB("RLX_VK_COOPMAT_BK", coopmat_bk, 32, 128),
@@ -256,6 +257,7 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
                            .matvec_unr = o->matvec_unr,
                            .attn_gw = o->attn_gw,
                            .attn_split_keys = o->attn_split_keys,
+                           .attn_kb = o->attn_kb,
                            .warm = o->warm,
                            .warm_next_kib = o->warm_next_kib,
                            .deterministic = o->deterministic};

@@ -45,7 +45,7 @@ typedef struct rlx_vk_options {
     /* Planner overrides, each a power of two in its variable's range; 0: the plan's default */
     uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys;
+    uint32_t attn_gw, attn_split_keys, attn_kb;
     int32_t warm;             /* RLX_VK_WARM: -1 the plan's default, 0 never, 1 wherever it can */
     int32_t warm_next_kib;    /* RLX_VK_WARM_NEXT: -1 the plan's default, 0 never, else KiB */
     bool gpu_plans;           /* RLX_VK_PLANS=gpu: a GPU's plans on any device */
@@ -76,7 +76,7 @@ typedef struct rlx_vk_tuning {
                                  (the emulated modes run anywhere) */
     uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys;
+    uint32_t attn_gw, attn_split_keys, attn_kb;
     int32_t warm, warm_next_kib;
     bool deterministic;       /* batch-invariant plans (vk_plan.c); the cooperative kernel is off */
 } rlx_vk_tuning;
