@@ -12,5 +12,7 @@ rlx_add_script_test(NAME server_load SCRIPT server_load.sh LABELS e2e)
 set_property(TEST server_load APPEND PROPERTY RESOURCE_LOCK server_js)
 # tools/serve_bench.py (the benchmarks' load client) end to end on the story model
 rlx_add_script_test(NAME server_bench SCRIPT server_bench.sh LABELS e2e)
+# A multi-turn chat on the Qwen3.5 fixture: each turn computes only the tokens past its checkpoint
+rlx_add_script_test(NAME server_chat_turns SCRIPT server_chat_turns.sh LABELS e2e)
 # docs/DEPLOY.md's manifests lint (yamllint)
 rlx_add_script_test(NAME deploy_yaml SCRIPT deploy_yaml.sh LABELS unit)
