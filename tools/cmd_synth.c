@@ -48,7 +48,8 @@ static void usage(FILE *f) {
                "                       $RLX_FIXTURES or ../shared/fixtures)\n"
                "  --chat-template FILE tokenizer.chat_template (default: the fixture template for qwen3)\n"
                "  --layers N, --hidden N, --ffn N, --heads N, --kv-heads N, --head-dim N, --vocab-size N,\n"
-               "  -c, --ctx N          override the config (small variants for tests)\n"
+               "  -c, --ctx N, --experts N, --expert-ffn N\n"
+               "                       override the config (small variants for tests)\n"
                "  -h, --help           this text\n"
                "\n"
                "exit status: 0 on success, 1 when reading or writing fails, 2 on bad arguments.\n");
@@ -79,6 +80,8 @@ enum {
     OPT_HEAD_DIM,
     OPT_VOCAB_SIZE,
     OPT_CTX,
+    OPT_EXPERTS,
+    OPT_EXPERT_FFN,
 };
 
 static const struct option options[] = {
@@ -97,6 +100,8 @@ static const struct option options[] = {
     {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
     {"vocab-size", required_argument, NULL, OPT_VOCAB_SIZE},
     {"ctx", required_argument, NULL, OPT_CTX},
+    {"experts", required_argument, NULL, OPT_EXPERTS},
+    {"expert-ffn", required_argument, NULL, OPT_EXPERT_FFN},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -105,7 +110,8 @@ static const struct option options[] = {
 static const size_t override_offsets[] = {
     offsetof(rlx_synth_shape, n_layer), offsetof(rlx_synth_shape, n_embd),    offsetof(rlx_synth_shape, n_ff),
     offsetof(rlx_synth_shape, n_head),  offsetof(rlx_synth_shape, n_head_kv), offsetof(rlx_synth_shape, head_dim),
-    offsetof(rlx_synth_shape, n_vocab), offsetof(rlx_synth_shape, n_ctx),
+    offsetof(rlx_synth_shape, n_vocab), offsetof(rlx_synth_shape, n_ctx),     offsetof(rlx_synth_shape, n_expert),
+    offsetof(rlx_synth_shape, n_ff_exp),
 };
 #define N_OVERRIDES (sizeof override_offsets / sizeof override_offsets[0])
 
@@ -145,10 +151,23 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
         a->help = true;
         return NULL;
     }
-    if (opt < OPT_LAYERS || opt > OPT_CTX) return rlx_cli_unknown(p); /* a positional argument */
+    if (opt < OPT_LAYERS || opt > OPT_EXPERT_FFN) return rlx_cli_unknown(p); /* a positional argument */
     RLX_TRY(rlx_cli_parse_i64(p->name, p->value, 1, INT32_MAX, &n));
     sp->values[opt - OPT_LAYERS] = (uint64_t)n;
     sp->set[opt - OPT_LAYERS] = true;
+    return NULL;
+}
+
+/* Qwen3.5: the rotated dims (head_dim * partial_rotary_factor) are a whole even number; an MoE
+ * shape has its experts, and at least as many as it routes each token to. */
+static rlx_status check_hybrid(const rlx_synth_shape *s) {
+    float rot = (float)s->head_dim * s->partial_rotary;
+    if (rot != (float)(uint32_t)rot || (uint32_t)rot % 2 || rot < 2)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--head-dim %u: %g of it rotated is not an even number of dims",
+                          s->head_dim, (double)s->partial_rotary);
+    if (s->n_expert && s->n_expert < s->n_expert_used)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--experts %u is below the %u experts each token uses", s->n_expert,
+                          s->n_expert_used);
     return NULL;
 }
 
@@ -158,7 +177,7 @@ static rlx_status check_shape(const rlx_synth_shape *s) {
                           s->n_head_kv);
     if (s->head_dim % 2) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--head-dim %u is odd (RoPE rotates pairs)", s->head_dim);
     if (s->n_vocab < 4) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--vocab-size %u is below 4", s->n_vocab);
-    return NULL;
+    return rlx_synth_is_hybrid(s) ? check_hybrid(s) : NULL;
 }
 
 static rlx_status parse(int argc, char **argv, synth_args *a) {
@@ -181,6 +200,9 @@ static rlx_status parse(int argc, char **argv, synth_args *a) {
     if (!rlx_quant_recipe_find(a->type))
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown --type '%s' (see rlx quantize --help)", a->type);
     a->shape = *s;
+    if (!s->n_expert && (sp.set[OPT_EXPERTS - OPT_LAYERS] || sp.set[OPT_EXPERT_FFN - OPT_LAYERS]))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--experts and --expert-ffn apply to MoE shapes only ('%s' is dense)",
+                          s->like);
     for (size_t k = 0; k < N_OVERRIDES; k++) {
         if (!sp.set[k]) continue;
         memcpy((char *)&a->shape + override_offsets[k], &(uint32_t){(uint32_t)sp.values[k]}, sizeof(uint32_t));
@@ -371,7 +393,7 @@ static rlx_status write_vocab(rlx_gguf_writer *w, const rlx_gguf *vg, const char
                           vocab_path);
     }
     RLX_TRY(rlx_gguf_writer_set_str(w, "tokenizer.ggml.model", model));
-    RLX_TRY(rlx_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre));
+    RLX_TRY(rlx_gguf_writer_set_str(w, "tokenizer.ggml.pre", s->pre ? s->pre : pre));
     vocab_out v = {0};
     rlx_status st = NULL;
     if (s->n_vocab == tokens->arr.n) { /* as in the file: copied whole */
@@ -426,8 +448,30 @@ static rlx_status arch_f32(rlx_gguf_writer *w, const char *arch, const char *suf
     return rlx_gguf_writer_set_f32(w, key, v);
 }
 
-/* The converter's keys in its order (the fixtures' models/qwen3 and models/llama32 GGUFs).
- * converter_ftype is the file type the converter writes (F16 when llama-quantize comes next). */
+/* Qwen3.5's keys after general.file_type, in the order of the fixtures' models/qwen35 and
+ * models/qwen35moe GGUFs: the MoE FFN sizes, then the Gated DeltaNet sizes (conv kernel, key head
+ * dim as state_size, key heads as group_count, value heads as time_step_rank, value channels as
+ * inner_size), the attention interval and the partial RoPE. */
+static rlx_status write_hybrid_keys(rlx_gguf_writer *w, const rlx_synth_shape *s) {
+    if (s->n_expert) {
+        RLX_TRY(arch_u32(w, s->arch, "expert_feed_forward_length", s->n_ff_exp));
+        RLX_TRY(arch_u32(w, s->arch, "expert_shared_feed_forward_length", s->n_ff_shexp));
+    }
+    RLX_TRY(arch_u32(w, s->arch, "ssm.conv_kernel", s->ssm_conv_kernel));
+    RLX_TRY(arch_u32(w, s->arch, "ssm.state_size", s->ssm_k_dim));
+    RLX_TRY(arch_u32(w, s->arch, "ssm.group_count", s->ssm_k_heads));
+    RLX_TRY(arch_u32(w, s->arch, "ssm.time_step_rank", s->ssm_v_heads));
+    RLX_TRY(arch_u32(w, s->arch, "ssm.inner_size", s->ssm_v_heads * s->ssm_v_dim));
+    RLX_TRY(arch_u32(w, s->arch, "full_attention_interval", s->full_attn_interval));
+    RLX_TRY(arch_u32(w, s->arch, "rope.dimension_count", (uint32_t)((float)s->head_dim * s->partial_rotary)));
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", s->arch);
+    return rlx_gguf_writer_set_arr(w, key, RLX_GGUF_INT32, s->rope_sections, 4);
+}
+
+/* The converter's keys in its order (the fixtures' models/qwen3, models/llama32, models/qwen35 and
+ * models/qwen35moe GGUFs). converter_ftype is the file type the converter writes (F16 when
+ * llama-quantize comes next). */
 static rlx_status write_model_keys(rlx_gguf_writer *w, const synth_args *a, uint32_t converter_ftype) {
     const rlx_synth_shape *s = &a->shape;
     char label[32];
@@ -440,14 +484,19 @@ static rlx_status write_model_keys(rlx_gguf_writer *w, const synth_args *a, uint
     RLX_TRY(arch_u32(w, s->arch, "block_count", s->n_layer));
     RLX_TRY(arch_u32(w, s->arch, "context_length", s->n_ctx));
     RLX_TRY(arch_u32(w, s->arch, "embedding_length", s->n_embd));
-    RLX_TRY(arch_u32(w, s->arch, "feed_forward_length", s->n_ff));
+    if (s->n_ff) RLX_TRY(arch_u32(w, s->arch, "feed_forward_length", s->n_ff)); /* qwen35moe has no dense FFN */
     RLX_TRY(arch_u32(w, s->arch, "attention.head_count", s->n_head));
     RLX_TRY(arch_u32(w, s->arch, "attention.head_count_kv", s->n_head_kv));
     RLX_TRY(arch_f32(w, s->arch, "rope.freq_base", s->rope_base));
     RLX_TRY(arch_f32(w, s->arch, "attention.layer_norm_rms_epsilon", s->rms_eps));
+    if (s->n_expert) {
+        RLX_TRY(arch_u32(w, s->arch, "expert_count", s->n_expert));
+        RLX_TRY(arch_u32(w, s->arch, "expert_used_count", s->n_expert_used));
+    }
     RLX_TRY(arch_u32(w, s->arch, "attention.key_length", s->head_dim));
     RLX_TRY(arch_u32(w, s->arch, "attention.value_length", s->head_dim));
     RLX_TRY(rlx_gguf_writer_set_u32(w, "general.file_type", converter_ftype));
+    if (rlx_synth_is_hybrid(s)) RLX_TRY(write_hybrid_keys(w, s));
     if (!strcmp(s->arch, "llama")) { /* LlamaModel.set_gguf_parameters adds these two */
         RLX_TRY(arch_u32(w, s->arch, "vocab_size", s->n_vocab));
         RLX_TRY(arch_u32(w, s->arch, "rope.dimension_count", s->head_dim));
@@ -489,11 +538,13 @@ static bool converter_writes(const rlx_quant_recipe *r) {
            r->ftype == RLX_FTYPE_MOSTLY_Q8_0;
 }
 
-/* convert_hf_to_gguf: 1-D tensors, norms and rope_freqs stay F32; Q8_0 falls back to F16 for rows
- * that do not split into its blocks. */
+/* convert_hf_to_gguf: 1-D tensors, norms, rope_freqs and the tensors it always keeps in F32
+ * (ssm_conv1d, the MoE routers: force_f32) stay F32; Q8_0 falls back to F16 for rows that do not
+ * split into its blocks. */
 static uint32_t converter_type(const rlx_synth_tensor *t, uint32_t outtype) {
     size_t len = strlen(t->name);
-    if (t->n_dims < 2 || (len >= 12 && !strcmp(t->name + len - 12, "_norm.weight")) || t->init == RLX_SYNTH_ROPE_FREQS)
+    if (t->n_dims < 2 || (len >= 12 && !strcmp(t->name + len - 12, "_norm.weight")) || t->init == RLX_SYNTH_ROPE_FREQS ||
+        t->force_f32)
         return RLX_DTYPE_F32;
     if (outtype == RLX_DTYPE_Q8_0 && t->ne[0] % 32) return RLX_DTYPE_F16;
     return outtype;
@@ -525,10 +576,13 @@ static rlx_status quantizer_types(const synth_args *a, const rlx_quant_recipe *r
         for (size_t i = 0; i < p->n; i++) sorted[i] = p->tensors[order[i]];
         memcpy(p->tensors, sorted, p->n * sizeof *sorted);
         for (size_t i = 0; i < p->n; i++) {
-            const rlx_synth_tensor *t = &p->tensors[i];
-            w[i] = (rlx_weight){t->name, converter_type(t, RLX_DTYPE_F16), t->n_dims, {t->ne[0], t->ne[1], 1, 1}, 0, NULL};
+            rlx_synth_tensor *t = &p->tensors[i];
+            w[i] = (rlx_weight){t->name, converter_type(t, RLX_DTYPE_F16), t->n_dims, {t->ne[0], t->ne[1], t->ne[2], 1}, 0, NULL};
+            /* llama-quantize writes ggml_n_dims: trailing dims of 1 are dropped ([n, 1] -> [n]) */
+            while (t->n_dims > 1 && t->ne[t->n_dims - 1] == 1) t->n_dims--;
         }
-        rlx_quant_model_info m = {a->shape.arch, a->shape.n_layer, 0, a->shape.n_head, a->shape.n_head_kv};
+        rlx_quant_model_info m = {a->shape.arch, a->shape.n_layer, a->shape.n_expert, a->shape.n_head,
+                                  a->shape.n_head_kv};
         s = rlx_quant_choose_types(r, &m, w, p->n, p->types);
     }
     free(names);
@@ -548,7 +602,8 @@ static rlx_status make_plan(const synth_args *a, const rlx_quant_recipe *r, synt
     else
         RLX_TRY(quantizer_types(a, r, p));
     for (size_t i = 0; i < p->n; i++)
-        p->jobs[i] = (rlx_quant_job){p->tensors[i].name, p->types[i], p->tensors[i].ne[0], p->tensors[i].ne[1], NULL};
+        p->jobs[i] = (rlx_quant_job){p->tensors[i].name, p->types[i], p->tensors[i].ne[0],
+                                     p->tensors[i].ne[1] * p->tensors[i].ne[2], NULL};
     return NULL;
 }
 
@@ -589,7 +644,8 @@ static rlx_status fill_synth(void *user, size_t tensor, uint64_t row0, uint64_t 
     uint64_t n = t->ne[0];
     switch (t->init) {
     case RLX_SYNTH_ONES:
-        for (uint64_t i = 0; i < n_rows * n; i++) dst[i] = 1.0f;
+    case RLX_SYNTH_MINUS_ONES:
+        for (uint64_t i = 0; i < n_rows * n; i++) dst[i] = t->init == RLX_SYNTH_ONES ? 1.0f : -1.0f;
         break;
     case RLX_SYNTH_ROPE_FREQS: memcpy(dst, f->rope, (size_t)n * sizeof *dst); break;
     case RLX_SYNTH_RANDOM: {

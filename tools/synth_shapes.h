@@ -11,7 +11,7 @@
 
 typedef struct rlx_synth_shape {
     const char *like;       /* the --like name */
-    const char *arch;       /* general.architecture: "qwen3" or "llama" */
+    const char *arch;       /* general.architecture: "qwen3", "llama", "qwen35" or "qwen35moe" */
     const char *name;       /* general.name */
     const char *basename;   /* general.basename */
     const char *size_label; /* general.size_label */
@@ -26,19 +26,39 @@ typedef struct rlx_synth_shape {
     const char *template_file; /* fixtures/templates/<file>, or NULL */
     int32_t bos, eos, pad;     /* special token ids; -1 = none */
     bool add_bos;
+    /* Qwen3.5 (arch qwen35 / qwen35moe): Gated DeltaNet layers, every full_attn_interval-th layer
+     * gated attention (attn_q rows doubled: query and gate), partial RoPE. 0 = not hybrid. */
+    uint32_t full_attn_interval;
+    uint32_t ssm_conv_kernel;          /* linear_conv_kernel_dim */
+    uint32_t ssm_k_heads, ssm_v_heads; /* linear_num_key_heads, linear_num_value_heads */
+    uint32_t ssm_k_dim, ssm_v_dim;     /* linear_key_head_dim, linear_value_head_dim */
+    float partial_rotary;              /* partial_rotary_factor */
+    int32_t rope_sections[4];          /* rope.dimension_sections (mrope_section, 0-padded) */
+    const char *pre;                   /* tokenizer.ggml.pre written, or NULL: the vocabulary's own */
+    /* MoE (qwen35moe): routed experts plus a gated shared expert; n_expert 0 = dense FFN */
+    uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
 } rlx_synth_shape;
 
 const rlx_synth_shape *rlx_synth_shape_find(const char *like); /* NULL when unknown */
+static inline bool rlx_synth_is_hybrid(const rlx_synth_shape *s) { return s->full_attn_interval > 0; }
+/* Whether layer il of a hybrid shape is gated full attention ((il + 1) % interval == 0, as
+ * llama-model.cpp derives it from full_attention_interval). */
+static inline bool rlx_synth_layer_is_full(const rlx_synth_shape *s, uint32_t il) {
+    return !rlx_synth_is_hybrid(s) || (il + 1) % s->full_attn_interval == 0;
+}
 const rlx_synth_shape *rlx_synth_shapes(size_t *n);
 
-typedef enum { RLX_SYNTH_RANDOM, RLX_SYNTH_ONES, RLX_SYNTH_ROPE_FREQS } rlx_synth_init;
+/* RANDOM: normal, std 0.02; ONES / MINUS_ONES: constants (norms, dt_bias; ssm_a = -exp(A_log) must
+ * be negative or the delta rule's state grows without bound); ROPE_FREQS: llama3's factors. */
+typedef enum { RLX_SYNTH_RANDOM, RLX_SYNTH_ONES, RLX_SYNTH_MINUS_ONES, RLX_SYNTH_ROPE_FREQS } rlx_synth_init;
 
 typedef struct rlx_synth_tensor {
     char name[64];    /* GGUF name */
     char hf_name[96]; /* the HF name it is converted from (orders the converter's output) */
     uint32_t n_dims;
-    uint64_t ne[2];   /* ne[0] contiguous */
+    uint64_t ne[3];   /* ne[0] contiguous; unused dims 1 */
     rlx_synth_init init;
+    bool force_f32;   /* a 2-D tensor the converter keeps in F32 (ssm_conv1d, the MoE routers) */
 } rlx_synth_tensor;
 
 /* Every tensor of the shape, in the converter's order: generated tensors (rope_freqs) first, then
