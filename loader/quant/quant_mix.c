@@ -2,7 +2,13 @@
  * are the facts of llama.cpp src/llama-quant.cpp (tensor_allows_quantization,
  * llama_tensor_get_type_impl, tensor_type_fallback), restricted to the file types below and to a
  * quantization without importance matrix; the tensor order is llama_model_loader's
- * weight_name_comparer. */
+ * weight_name_comparer.
+ *
+ * Qwen3.5 (qwen35 / qwen35moe) needs no rule of its own, as in llama-quant.cpp: the Gated
+ * DeltaNet's fused attn_qkv counts as attn_v (CAT_ATTN_QKV, in n_attention_wv with the gated
+ * attention layers' attn_v), ssm_conv1d and the routers are never quantized, and attn_gate,
+ * ssm_alpha, ssm_beta and ssm_out take the default type (tests/loader/test_quantize_mix.c checks
+ * this against llama-quantize's files). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

@@ -363,7 +363,11 @@ static rlx_status quantize_open(const rlx_gguf *g, const char *in_path, const ch
     if (!s) s = copy_metadata(g, w, r->ftype);
     for (uint64_t i = 0; !s && i < g->n_tensors; i++) {
         const rlx_gguf_tensor *t = plan.src[i];
-        s = rlx_gguf_writer_add_tensor(w, t->name.s, plan.types[i], t->n_dims, t->ne);
+        /* llama-quantize writes ggml_n_dims: trailing dims of 1 are dropped (qwen35moe's
+         * ffn_gate_inp_shexp [n_embd, 1] becomes [n_embd]) */
+        uint32_t n_dims = t->n_dims;
+        while (n_dims > 1 && t->ne[n_dims - 1] == 1) n_dims--;
+        s = rlx_gguf_writer_add_tensor(w, t->name.s, plan.types[i], n_dims, t->ne);
     }
     if (!s) s = rlx_gguf_writer_begin(w, out_path);
     file_source src = {plan.src};

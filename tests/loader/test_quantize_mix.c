@@ -1,8 +1,9 @@
 /* llama.cpp's per-tensor type choices (loader/quant/quant_mix.c) and tensor order.
  *
  *  1. Against llama.cpp's own files: the F32 fixtures' tensors, ordered and typed by our rules,
- *     must give exactly the order and types of qwen3-{Q4_0,Q6_K,Q4_K_M,Q5_K_M}.gguf and
- *     llama32-Q4_K_M.gguf (written by llama-quantize).
+ *     must give exactly the order and types of qwen3-{Q4_0,Q6_K,Q4_K_M,Q5_K_M}.gguf,
+ *     llama32-Q4_K_M.gguf, qwen35-Q4_K_M.gguf and qwen35moe-Q4_K_M.gguf (written by llama-quantize;
+ *     the hybrid ones hold attn_qkv, attn_gate, ssm_*, and qwen35moe's 8-expert rules).
  *  2. On synth'd models (the tensor lists `rlx synth` writes for qwen3-0.6b, qwen3-8b and
  *     llama3.2-1b), against expectations derived by hand from llama-quant.cpp's rules:
  *       use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2
@@ -16,6 +17,24 @@
  *     Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 when even 32 does not divide them; the output rule
  *     picks Q8_0 for such rows; 1-D tensors (ggml_n_dims: trailing 1s do not count) never change;
  *     8-expert models put attn_v and attn_k in Q8_0.
+ *  2b. The Qwen3.5 shapes (qwen3.5-0.8b: 24 layers, tied; qwen3.5-9b: 32 layers; qwen3.5-35b-a3b:
+ *     40 layers, 256 experts), Q4_K_M, by the same rules as llama-quant.cpp applies them to the
+ *     hybrid tensor names:
+ *       - attn_qkv (the Gated DeltaNet's fused projection) counts as attn_v: n_attention_wv counts
+ *         "attn_v.weight" and "attn_qkv.weight" alike, and each layer has one of the two, so the
+ *         i-th of them is layer i's and gets Q6_K when use_more_bits(i, n_layer);
+ *       - ffn_down, ffn_down_exps and ffn_down_shexp all match "ffn_down": with experts the layer
+ *         comes from the name, so both of a layer's go Q6_K together;
+ *       - ssm_conv1d and ffn_gate_inp(_shexp) are never quantized (tensor_allows_quantization),
+ *         ssm_a / ssm_dt.bias / norms are 1-D; attn_gate, ssm_alpha, ssm_beta, ssm_out, attn_q,
+ *         attn_k, attn_output, ffn_gate/up(_exps/_shexp) take the default Q4_K (the 8-expert
+ *         attn_k / attn_output rules do not apply to 256 experts);
+ *       n = 24: i in {0,1,2} u {21,22,23} u {5,8,11,14,17,20}
+ *       n = 32: i in {0..3} u {28..31} u {6,9,...,27}
+ *       n = 40: i in {0..4} u {35..39} u {7,10,...,34}
+ *     llama-quantize (llama.cpp d32676d, ../shared/bench) gave exactly these types, in this order,
+ *     on `rlx synth` F16 files of the three shapes at hidden size 256 (the layer counts as above,
+ *     16 experts), which is where the rule reading above was checked.
  *  4. rope_freqs.weight as `rlx synth` computes it for llama3.2-1b (head_dim 64, theta 5e5, llama3
  *     scaling factor 32, low 1, high 4, original context 8192) against the tensor llama.cpp's
  *     converter wrote into fixture llama32-F32.gguf, whose config has those same values. */
@@ -60,7 +79,12 @@ static void against_llama(const char *family, const char *type) {
     snprintf(key, sizeof key, "%s.block_count", arch);
     T_CHECK(rlx_gguf_get_u32(src, key, &n_layer, &err), "%s: no %s", src_rel, key);
     rlx_status_free(err);
-    rlx_quant_model_info m = {arch, n_layer, 0, 0, 0};
+    err = NULL;
+    uint32_t n_expert = 0;
+    snprintf(key, sizeof key, "%s.expert_count", arch);
+    rlx_gguf_get_u32(src, key, &n_expert, &err); /* dense: absent, 0 */
+    rlx_status_free(err);
+    rlx_quant_model_info m = {arch, n_layer, n_expert, 0, 0};
     T_OK(rlx_quant_choose_types(rlx_quant_recipe_find(type), &m, w, n, types));
     int diffs = 0;
     T_CHECK(ref->n_tensors == n, "%s %s: %zu tensors, llama.cpp's file %llu", family, type, n,
@@ -92,6 +116,9 @@ typedef struct mix_case {
 static const int layers28[] = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27, -1};
 static const int layers36[] = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31, 32, 33, 34, 35, -1};
 static const int layers16[] = {0, 1, 4, 7, 10, 13, 14, 15, -1};
+static const int layers24[] = {0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, -1};
+static const int layers32[] = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31, -1};
+static const int layers40[] = {0, 1, 2, 3, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 34, 35, 36, 37, 38, 39, -1};
 static const int q4ks_v[] = {0, 1, 2, 3, -1};      /* Q4_K_S attn_v: i_attention_wv < 4 */
 static const int q4ks_down36[] = {0, 1, 2, 3, -1}; /* Q4_K_S ffn_down: i < 36/8 = 4 */
 
@@ -115,21 +142,22 @@ static void check_synth_mix(const mix_case *c, const int *more_v, const int *mor
     rlx_quant_sort_order(names, n, order);
     for (size_t i = 0; i < n; i++) {
         const rlx_synth_tensor *x = &t[order[i]];
-        w[i] = (rlx_weight){x->name, x->n_dims == 1 ? RLX_DTYPE_F32 : RLX_DTYPE_F16, x->n_dims, {x->ne[0], x->ne[1], 1, 1}, 0,
-                            NULL};
+        w[i] = (rlx_weight){x->name, x->n_dims == 1 || x->force_f32 ? RLX_DTYPE_F32 : RLX_DTYPE_F16, x->n_dims,
+                            {x->ne[0], x->ne[1], x->ne[2], 1}, 0, NULL};
     }
-    rlx_quant_model_info m = {s->arch, s->n_layer, 0, s->n_head, s->n_head_kv};
+    rlx_quant_model_info m = {s->arch, s->n_layer, s->n_expert, s->n_head, s->n_head_kv};
     T_OK(rlx_quant_choose_types(rlx_quant_recipe_find(c->type), &m, w, n, types));
     int bad = 0, n_big = 0;
     for (size_t i = 0; i < n; i++) {
         int layer = -1;
         sscanf(w[i].name, "blk.%d.", &layer);
         uint32_t want = c->base;
-        if (w[i].n_dims == 1) want = RLX_DTYPE_F32;
+        bool v_like = strstr(w[i].name, "attn_v.weight") || strstr(w[i].name, "attn_qkv.weight");
+        if (w[i].n_dims == 1 || strstr(w[i].name, "ssm_conv1d") || strstr(w[i].name, "ffn_gate_inp")) want = RLX_DTYPE_F32;
         else if (!strcmp(w[i].name, "output.weight")) want = c->output;
         else if (!strcmp(w[i].name, "token_embd.weight")) want = c->embd;
-        else if (strstr(w[i].name, "attn_v.weight") && in_list(more_v, layer)) want = c->bigger;
-        else if (strstr(w[i].name, "ffn_down.weight") && in_list(more_down, layer)) want = c->bigger;
+        else if (v_like && in_list(more_v, layer)) want = c->bigger;
+        else if (strstr(w[i].name, "ffn_down") && in_list(more_down, layer)) want = c->bigger;
         n_big += want == c->bigger;
         bad += types[i] != want;
         T_CHECK(types[i] == want, "%s %s: '%s' got %s, llama.cpp's rules give %s", c->like, c->type, w[i].name,
@@ -151,6 +179,9 @@ static void test_synth_mixes(void) {
         {"qwen3-8b", "Q4_K_M", layers36, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K},
         {"qwen3-8b", "Q5_K_M", layers36, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q5_K, RLX_DTYPE_Q6_K},
         {"llama3.2-1b", "Q4_K_M", layers16, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K},
+        {"qwen3.5-0.8b", "Q4_K_M", layers24, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K},
+        {"qwen3.5-9b", "Q4_K_M", layers32, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K},
+        {"qwen3.5-35b-a3b", "Q4_K_M", layers40, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_synth_mix(&cases[i], cases[i].more_bits, cases[i].more_bits);
@@ -245,6 +276,8 @@ int main(void) {
     against_llama("qwen3", "Q4_K_M");
     against_llama("qwen3", "Q5_K_M");
     against_llama("llama32", "Q4_K_M");
+    against_llama("qwen35", "Q4_K_M");
+    against_llama("qwen35moe", "Q4_K_M");
     test_synth_mixes();
     test_fallbacks();
     test_rope_factors();
