@@ -279,6 +279,33 @@ static void print_tensors(FILE *f, const char *title, const json_t *tensors) {
     }
 }
 
+/* "24 (18 linear attention, 6 full attention): L L L A ..." for a model whose layers differ in
+ * kind (Qwen3.5's Gated DeltaNet and gated attention, Gemma 3's sliding windows); the count alone
+ * when every layer is full attention. */
+static void print_layers(FILE *f, const json_t *config) {
+    const json_t *kinds = json_object_get(config, "layers");
+    size_t n = json_array_size(kinds), n_linear = 0, n_sliding = 0, i;
+    const json_t *k;
+    json_array_foreach(kinds, i, k) {
+        n_linear += !strcmp(json_string_value(k), "linear");
+        n_sliding += !strcmp(json_string_value(k), "sliding");
+    }
+    fprintf(f, "%-15s %zu", "layers", n);
+    if (!n_linear && !n_sliding) {
+        fprintf(f, " (full attention)\n");
+        return;
+    }
+    fprintf(f, " (");
+    if (n_linear) fprintf(f, "%zu linear attention, ", n_linear);
+    if (n_sliding) fprintf(f, "%zu sliding window, ", n_sliding);
+    fprintf(f, "%zu full attention):", n - n_linear - n_sliding);
+    json_array_foreach(kinds, i, k) {
+        const char *s = json_string_value(k);
+        fprintf(f, " %c", !strcmp(s, "linear") ? 'L' : !strcmp(s, "sliding") ? 'S' : 'A');
+    }
+    fprintf(f, "\n");
+}
+
 static void print_config(FILE *f, const json_t *config) {
     fprintf(f, "config:\n");
     const char *k;
@@ -318,6 +345,7 @@ void rlx_inspect_print_text(const json_t *r, FILE *f) {
         fprintf(f, "%-15s none\n", "tokenizer");
     fprintf(f, "%-15s %s\n", "chat template", json_is_true(json_object_get(r, "chat_template")) ? "yes" : "no");
     const json_t *config = json_object_get(r, "config");
+    if (json_is_array(json_object_get(config, "layers"))) print_layers(f, config);
     if (config) print_config(f, config);
     print_tensors(f, !strcmp(format, "gguf") ? "tensors (shape as GGUF ne: contiguous dim first)"
                                              : "tensors (safetensors names; shape outermost first)",

@@ -43,6 +43,28 @@ for fam in qwen3 llama32 gemma3 qwen3moe; do
     || fail "$fam: tensor names differ between hf/ and $(basename "$g"): $(head -5 "$tmp/names.diff")"
 done
 
+# The layer pattern of the hybrid and sliding-window families, against each model's own
+# config.json (layer_types; gemma3: sliding_window_pattern 6, every 6th layer global).
+for fam in qwen35 qwen35moe; do
+  d="$FIXTURES/models/$fam"
+  want=$(jq -r '.layer_types | map(if . == "linear_attention" then "L" else "A" end) | join(" ")' "$d/hf/config.json")
+  n=$(jq '.layer_types | length' "$d/hf/config.json")
+  nl=$(jq '[.layer_types[] | select(. == "linear_attention")] | length' "$d/hf/config.json")
+  for src in "$d/$fam-F16.gguf" "$d/hf"; do
+    check
+    line=$("$RLX" inspect "$src" | grep '^layers ')
+    [ "$line" = "$(printf '%-15s %s' layers "$n ($nl linear attention, $((n - nl)) full attention): $want")" ] \
+      || fail "$fam $(basename "$src"): layer line '$line', config.json says $want"
+  done
+done
+check
+g=$("$RLX" inspect "$FIXTURES/models/gemma3/gemma3-F16.gguf" | grep '^layers ')
+[ "$g" = "$(printf '%-15s %s' layers '6 (5 sliding window, 1 full attention): S S S S S A')" ] || fail "gemma3 layer line: '$g'"
+check
+q=$("$RLX" inspect "$FIXTURES/models/qwen3/qwen3-F16.gguf" | grep '^layers ')
+[ "$q" = "$(printf '%-15s %s' layers "$(jq .num_hidden_layers "$FIXTURES/models/qwen3/hf/config.json") (full attention)")" ] \
+  || fail "qwen3 layer line: '$q'"
+
 # The CLI contract: --help, missing/extra arguments.
 check; "$RLX" inspect --help | grep -q 'usage: rlx inspect' || fail "--help"
 check; "$RLX" inspect >/dev/null 2>&1; [ $? -eq 2 ] || fail "no PATH should exit 2"
