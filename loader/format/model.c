@@ -222,6 +222,16 @@ static rlx_status check_all_used(const model_check *cx) {
     return NULL;
 }
 
+/* Takes the ignored tensors (multi-token prediction) out of the weight table, so nothing
+ * downstream sees them: a backend session uploads m->weights, and an MTP block is a whole
+ * attention + FFN layer of memory that no graph reads. The table stays sorted. */
+static void drop_ignored(rlx_model *m) {
+    size_t kept = 0;
+    for (size_t i = 0; i < m->n_weights; i++)
+        if (!is_ignored(&m->config, m->weights[i].name)) m->weights[kept++] = m->weights[i];
+    m->n_weights = kept;
+}
+
 /* Every tensor the family needs is present in its shape, and every tensor present is needed. */
 static rlx_status validate(const rlx_model *m) {
     model_check cx = {.m = m, .used = calloc(m->n_weights ? m->n_weights : 1, 1)};
@@ -292,6 +302,7 @@ rlx_status rlx_model_open(const char *path, rlx_model **out) {
     rlx_status s = m->path ? NULL : rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cannot copy the model path");
     if (!s) s = S_ISDIR(st.st_mode) ? open_hf(m) : open_gguf(m);
     if (!s) s = validate(m);
+    if (!s) drop_ignored(m);
     if (s) {
         rlx_model_close(m);
         return rlx_status_annotate(s, "model '%s'", path);

@@ -38,7 +38,8 @@ struct rlx_model {
 
 /* `path` is a .gguf file or a directory with config.json. Fills config, weights and checks that
  * every tensor the family needs exists with the shape the config implies, and that every tensor
- * present is one the family reads (or a multi-token-prediction tensor, which none reads yet). */
+ * present is one the family reads (or a multi-token-prediction tensor, which none reads yet:
+ * those are left out of `weights`, so they are never uploaded). */
 rlx_status rlx_model_open(const char *path, rlx_model **out);
 void rlx_model_close(rlx_model *m); /* NULL is fine */
 const rlx_weight *rlx_model_weight(const rlx_model *m, const char *name); /* NULL if absent */

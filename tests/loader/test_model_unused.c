@@ -6,7 +6,8 @@
  *  - a 2-layer file whose block_count says 1 leaves every blk.1.* tensor unread;
  *  - no family here has attention biases, so blk.0.attn_q.bias is unread;
  *  - llama.cpp's nextn_predict_layers blocks (multi-token prediction) and blk.N.nextn.* tensors are
- *    on the documented ignore list: such a file opens, with the MTP block left out of n_layer.
+ *    on the documented ignore list: such a file opens, with the MTP block left out of n_layer and
+ *    out of the weight table (a qwen35 with llama.cpp's NEXTN tensors as well as a llama).
  * The relabelled fixtures are written into the test's temporary directory. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,9 +202,121 @@ static void built_cases(void) {
     unlink(path);
 }
 
+/* ---- Qwen3.5 with a multi-token-prediction block ---- */
+
+/* A tiny qwen35: layer 0 Gated DeltaNet, layer 1 gated attention (full_attention_interval 2),
+ * shapes as llama-model.cpp's LLM_ARCH_QWEN35 create_tensor calls give them for n_embd 16, 2 heads
+ * of 8 (1 KV head), FFN 32, ssm: kernel 4, key dim 4, 1 key head, 2 value heads, inner 8. */
+static const gb_f32_tensor q35_linear[] = {
+    {"attn_norm.weight", 1, {16, 1}},  {"attn_qkv.weight", 2, {16, 16}}, {"attn_gate.weight", 2, {16, 8}},
+    {"ssm_conv1d.weight", 2, {4, 16}}, {"ssm_dt.bias", 1, {2, 1}},       {"ssm_a", 1, {2, 1}},
+    {"ssm_alpha.weight", 2, {16, 2}},  {"ssm_beta.weight", 2, {16, 2}},  {"ssm_norm.weight", 1, {4, 1}},
+    {"ssm_out.weight", 2, {8, 16}},
+};
+static const gb_f32_tensor q35_attention[] = {
+    {"attn_norm.weight", 1, {16, 1}},   {"attn_q.weight", 2, {16, 32}},     {"attn_k.weight", 2, {16, 8}},
+    {"attn_v.weight", 2, {16, 8}},      {"attn_output.weight", 2, {16, 16}}, {"attn_q_norm.weight", 1, {8, 1}},
+    {"attn_k_norm.weight", 1, {8, 1}},
+};
+static const gb_f32_tensor q35_ffn[] = {
+    {"post_attention_norm.weight", 1, {16, 1}}, {"ffn_gate.weight", 2, {16, 32}}, {"ffn_up.weight", 2, {16, 32}},
+    {"ffn_down.weight", 2, {32, 16}},
+};
+/* llama.cpp's NEXTN tensors of an MTP block (LLM_TENSOR_NEXTN_*: eh_proj [2 n_embd, n_embd] and
+ * three norms), beside the block's own attention + FFN tensors. */
+static const gb_f32_tensor q35_nextn[] = {
+    {"nextn.eh_proj.weight", 2, {32, 16}}, {"nextn.enorm.weight", 1, {16, 1}}, {"nextn.hnorm.weight", 1, {16, 1}},
+    {"nextn.shared_head_norm.weight", 1, {16, 1}},
+};
+#define Q35_MAX_T 64
+
+static void add_block(gb_f32_tensor *t, size_t *n, char (*names)[64], uint32_t il, const gb_f32_tensor *part, size_t count) {
+    for (size_t i = 0; i < count; i++, (*n)++) {
+        snprintf(names[*n], 64, "blk.%u.%s", il, part[i].name);
+        t[*n] = part[i];
+        t[*n].name = names[*n];
+    }
+}
+
+/* Two layers plus one MTP block numbered `mtp_block`, with block_count `block_count` and
+ * nextn_predict_layers 1. llama.cpp's converter counts the MTP block in block_count (blocks 0, 1,
+ * MTP 2, block_count 3): the llama.cpp build in ../shared/bench loads such a file and refuses one
+ * whose block_count leaves the MTP block out. */
+static const char *write_qwen35_mtp(const char *file, uint32_t block_count) {
+    static char names[Q35_MAX_T][64];
+    gb_f32_tensor t[Q35_MAX_T];
+    size_t n = 0;
+    t[n++] = (gb_f32_tensor){"token_embd.weight", 2, {16, 4}};
+    t[n++] = (gb_f32_tensor){"output_norm.weight", 1, {16, 1}};
+    add_block(t, &n, names, 0, q35_linear, sizeof q35_linear / sizeof q35_linear[0]);
+    add_block(t, &n, names, 0, q35_ffn, sizeof q35_ffn / sizeof q35_ffn[0]);
+    for (uint32_t il = 1; il <= 2; il++) {
+        add_block(t, &n, names, il, q35_attention, sizeof q35_attention / sizeof q35_attention[0]);
+        add_block(t, &n, names, il, q35_ffn, sizeof q35_ffn / sizeof q35_ffn[0]);
+    }
+    add_block(t, &n, names, 2, q35_nextn, sizeof q35_nextn / sizeof q35_nextn[0]);
+    gguf_builder b;
+    gb_init(&b);
+    gb_header(&b, 3, n, 18);
+    gb_kv_str(&b, "general.architecture", "qwen35");
+    gb_kv_u32(&b, "qwen35.block_count", block_count);
+    gb_kv_u32(&b, "qwen35.nextn_predict_layers", 1);
+    gb_kv_u32(&b, "qwen35.context_length", 64);
+    gb_kv_u32(&b, "qwen35.embedding_length", 16);
+    gb_kv_u32(&b, "qwen35.feed_forward_length", 32);
+    gb_kv_u32(&b, "qwen35.attention.head_count", 2);
+    gb_kv_u32(&b, "qwen35.attention.head_count_kv", 1);
+    gb_kv_u32(&b, "qwen35.attention.key_length", 8);
+    gb_kv_u32(&b, "qwen35.attention.value_length", 8);
+    gb_kv(&b, "qwen35.attention.layer_norm_rms_epsilon", RLX_GGUF_FLOAT32);
+    gb_f32(&b, 1e-6f);
+    gb_kv_u32(&b, "qwen35.ssm.conv_kernel", 4);
+    gb_kv_u32(&b, "qwen35.ssm.state_size", 4);
+    gb_kv_u32(&b, "qwen35.ssm.group_count", 1);
+    gb_kv_u32(&b, "qwen35.ssm.time_step_rank", 2);
+    gb_kv_u32(&b, "qwen35.ssm.inner_size", 8);
+    gb_kv_u32(&b, "qwen35.full_attention_interval", 2);
+    gb_kv_u32(&b, "qwen35.rope.dimension_count", 2);
+    gb_f32_infos(&b, t, n);
+    gb_f32_data(&b, t, n, NULL);
+    const char *path = t_tmp_path(file);
+    t_write_file(path, b.buf, b.len);
+    gb_free(&b);
+    return path;
+}
+
+static void qwen35_mtp(void) {
+    const char *path = write_qwen35_mtp("qwen35-mtp.gguf", 3);
+    rlx_model *m = NULL;
+    if (T_OK(rlx_model_open(path, &m))) {
+        const rlx_model_config *c = &m->config;
+        T_CHECK(c->n_layer == 2 && c->n_layer_nextn == 1, "qwen35 MTP: %u layers run, %u MTP", c->n_layer,
+                c->n_layer_nextn);
+        T_CHECK(c->layer_kind[0] == RLX_LAYER_LINEAR_ATTENTION && c->layer_kind[1] == RLX_LAYER_FULL_ATTENTION,
+                "qwen35 MTP: layer kinds %d %d, want linear, full", c->layer_kind[0], c->layer_kind[1]);
+        /* 2 + 14 (linear layer) + 11 (attention layer) tensors are the model's; the 11 + 4 of block
+         * 2 are not in the table a backend session uploads */
+        T_CHECK(m->n_weights == 27, "qwen35 MTP: %zu weights kept, want 27", m->n_weights);
+        T_CHECK(!rlx_model_weight(m, "blk.2.nextn.eh_proj.weight") && !rlx_model_weight(m, "blk.2.attn_q.weight"),
+                "qwen35 MTP: block 2's tensors are still in the weight table");
+        T_CHECK(rlx_model_weight(m, "blk.1.attn_q.weight") && rlx_model_weight(m, "blk.0.ssm_a"),
+                "qwen35 MTP: the model's own tensors went missing");
+        for (size_t i = 0; i < m->n_weights; i++)
+            T_CHECK(strncmp(m->weights[i].name, "blk.2.", 6), "qwen35 MTP: '%s' kept", m->weights[i].name);
+        printf("  qwen35 with an MTP block (block_count 3, nextn 1): %u layers, %zu weights kept, block 2 dropped\n",
+               c->n_layer, m->n_weights);
+    }
+    rlx_model_close(m);
+    unlink(path);
+    path = write_qwen35_mtp("qwen35-mtp-uncounted.gguf", 2);
+    expect_refused("an MTP block outside block_count", path, "belongs to layer 2");
+    unlink(path);
+}
+
 int main(void) {
     t_tmp_dir("rlx-unused");
     built_cases();
+    qwen35_mtp();
     t_require_fixture(qwen3_gguf);
     gguf_relabelled();
     gguf_short_block_count();
