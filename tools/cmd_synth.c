@@ -31,8 +31,10 @@ static void usage(FILE *f) {
                "Writes a GGUF shaped exactly like llama.cpp's conversion of a real model (its converter for\n"
                "F32/F16/BF16/Q8_0, then llama-quantize for the other types), with random weights: normal,\n"
                "std 0.02, norm weights 1. The vocabulary (tokens, types, merges) comes from the fixtures'\n"
-               "tokenizers/ggml-vocab-qwen2.gguf (qwen3) or ggml-vocab-llama-bpe.gguf (llama), padded with\n"
-               "[PAD<n>] tokens or cut to the model's vocabulary size.\n"
+               "tokenizers/ggml-vocab-qwen2.gguf (qwen3, qwen3.5) or ggml-vocab-llama-bpe.gguf (llama), padded\n"
+               "with [PAD<n>] tokens or cut to the model's vocabulary size. The qwen3.5 shapes are llama.cpp's\n"
+               "conversion with --no-mtp (no multi-token-prediction block); write the 35B-A3B one straight\n"
+               "in a quantized type (its F16 is 70 GB): tensors are generated and quantized one by one.\n"
                "\n"
                "NAME:");
     size_t n;
@@ -44,12 +46,18 @@ static void usage(FILE *f) {
                "  -o, --output FILE    the GGUF to write (written as FILE.tmp, renamed when complete)\n"
                "  --seed S             random seed (default 0); same seed, same weights for every --type\n"
                "  -t, --threads N      worker threads (default 0: every online core)\n"
+               "  --dry-run            print the tensors (name, type, shape, bytes) the file would hold, in\n"
+               "                       file order, and write nothing\n"
                "  --vocab FILE         vocabulary GGUF (default: the fixture for the family, found through\n"
                "                       $RLX_FIXTURES or ../shared/fixtures)\n"
-               "  --chat-template FILE tokenizer.chat_template (default: the fixture template for qwen3)\n"
+               "  --chat-template FILE tokenizer.chat_template (default: the fixture template for qwen3 and\n"
+               "                       qwen3.5)\n"
                "  --layers N, --hidden N, --ffn N, --heads N, --kv-heads N, --head-dim N, --vocab-size N,\n"
-               "  -c, --ctx N, --experts N, --expert-ffn N\n"
-               "                       override the config (small variants for tests)\n"
+               "  -c, --ctx N          override the config (small variants for tests)\n"
+               "  --ssm-k-heads N, --ssm-v-heads N, --ssm-dim N (key and value head size)\n"
+               "                       Qwen3.5's linear-attention heads\n"
+               "  --experts N, --experts-used N, --expert-ffn N, --shexp-ffn N\n"
+               "                       Qwen3.5 MoE's experts (MoE shapes only)\n"
                "  -h, --help           this text\n"
                "\n"
                "exit status: 0 on success, 1 when reading or writing fails, 2 on bad arguments.\n");
@@ -62,6 +70,7 @@ typedef struct synth_args {
     rlx_synth_shape shape; /* the --like entry with overrides applied */
     bool overridden;
     bool help;
+    bool dry_run;
 } synth_args;
 
 /* ---- arguments ---- */
@@ -72,6 +81,7 @@ enum {
     OPT_VOCAB,
     OPT_CHAT_TEMPLATE,
     OPT_SEED,
+    OPT_DRY_RUN,
     OPT_LAYERS, /* the config overrides, in the order of override_offsets */
     OPT_HIDDEN,
     OPT_FFN,
@@ -81,7 +91,13 @@ enum {
     OPT_VOCAB_SIZE,
     OPT_CTX,
     OPT_EXPERTS,
+    OPT_EXPERTS_USED,
     OPT_EXPERT_FFN,
+    OPT_SHEXP_FFN,
+    OPT_SSM_K_HEADS,
+    OPT_SSM_V_HEADS,
+    OPT_SSM_K_DIM,
+    OPT_SSM_DIM, /* sets both head sizes: not in override_offsets */
 };
 
 static const struct option options[] = {
@@ -91,6 +107,7 @@ static const struct option options[] = {
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"threads", required_argument, NULL, 't'},
     {"layers", required_argument, NULL, OPT_LAYERS},
     {"hidden", required_argument, NULL, OPT_HIDDEN},
@@ -101,7 +118,12 @@ static const struct option options[] = {
     {"vocab-size", required_argument, NULL, OPT_VOCAB_SIZE},
     {"ctx", required_argument, NULL, OPT_CTX},
     {"experts", required_argument, NULL, OPT_EXPERTS},
+    {"experts-used", required_argument, NULL, OPT_EXPERTS_USED},
     {"expert-ffn", required_argument, NULL, OPT_EXPERT_FFN},
+    {"shexp-ffn", required_argument, NULL, OPT_SHEXP_FFN},
+    {"ssm-k-heads", required_argument, NULL, OPT_SSM_K_HEADS},
+    {"ssm-v-heads", required_argument, NULL, OPT_SSM_V_HEADS},
+    {"ssm-dim", required_argument, NULL, OPT_SSM_DIM},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -110,8 +132,9 @@ static const struct option options[] = {
 static const size_t override_offsets[] = {
     offsetof(rlx_synth_shape, n_layer), offsetof(rlx_synth_shape, n_embd),    offsetof(rlx_synth_shape, n_ff),
     offsetof(rlx_synth_shape, n_head),  offsetof(rlx_synth_shape, n_head_kv), offsetof(rlx_synth_shape, head_dim),
-    offsetof(rlx_synth_shape, n_vocab), offsetof(rlx_synth_shape, n_ctx),     offsetof(rlx_synth_shape, n_expert),
-    offsetof(rlx_synth_shape, n_ff_exp),
+    offsetof(rlx_synth_shape, n_vocab),     offsetof(rlx_synth_shape, n_ctx),       offsetof(rlx_synth_shape, n_expert),
+    offsetof(rlx_synth_shape, n_expert_used), offsetof(rlx_synth_shape, n_ff_exp),  offsetof(rlx_synth_shape, n_ff_shexp),
+    offsetof(rlx_synth_shape, ssm_k_heads), offsetof(rlx_synth_shape, ssm_v_heads), offsetof(rlx_synth_shape, ssm_k_dim),
 };
 #define N_OVERRIDES (sizeof override_offsets / sizeof override_offsets[0])
 
@@ -120,6 +143,7 @@ typedef struct synth_parse {
     synth_args *a;
     uint64_t values[N_OVERRIDES];
     bool set[N_OVERRIDES];
+    uint32_t ssm_v_dim; /* --ssm-dim's value head size; 0 = not given */
 } synth_parse;
 
 static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
@@ -150,9 +174,16 @@ static rlx_status apply(const rlx_cli_parser *p, int opt, void *args) {
     case 'h':
         a->help = true;
         return NULL;
+    case OPT_DRY_RUN:
+        a->dry_run = true;
+        return NULL;
     }
-    if (opt < OPT_LAYERS || opt > OPT_EXPERT_FFN) return rlx_cli_unknown(p); /* a positional argument */
+    if (opt < OPT_LAYERS || opt > OPT_SSM_DIM) return rlx_cli_unknown(p); /* a positional argument */
     RLX_TRY(rlx_cli_parse_i64(p->name, p->value, 1, INT32_MAX, &n));
+    if (opt == OPT_SSM_DIM) { /* the key head size here, the value head size in parse() */
+        sp->ssm_v_dim = (uint32_t)n;
+        opt = OPT_SSM_K_DIM;
+    }
     sp->values[opt - OPT_LAYERS] = (uint64_t)n;
     sp->set[opt - OPT_LAYERS] = true;
     return NULL;
@@ -168,6 +199,9 @@ static rlx_status check_hybrid(const rlx_synth_shape *s) {
     if (s->n_expert && s->n_expert < s->n_expert_used)
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--experts %u is below the %u experts each token uses", s->n_expert,
                           s->n_expert_used);
+    if (s->ssm_v_heads % s->ssm_k_heads) /* each key head serves a whole number of value heads */
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--ssm-v-heads %u is not a multiple of --ssm-k-heads %u",
+                          s->ssm_v_heads, s->ssm_k_heads);
     return NULL;
 }
 
@@ -196,18 +230,24 @@ static rlx_status parse(int argc, char **argv, synth_args *a) {
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", all[i].like);
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown --like '%s' (known: %s)", a->like, list);
     }
-    if (!a->output) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -o FILE.gguf");
+    if (!a->output && !a->dry_run) return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "missing -o FILE.gguf");
     if (!rlx_quant_recipe_find(a->type))
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "unknown --type '%s' (see rlx quantize --help)", a->type);
     a->shape = *s;
-    if (!s->n_expert && (sp.set[OPT_EXPERTS - OPT_LAYERS] || sp.set[OPT_EXPERT_FFN - OPT_LAYERS]))
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--experts and --expert-ffn apply to MoE shapes only ('%s' is dense)",
-                          s->like);
+    for (int o = OPT_EXPERTS; o <= OPT_SHEXP_FFN; o++)
+        if (!s->n_expert && sp.set[o - OPT_LAYERS])
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--experts, --experts-used, --expert-ffn and --shexp-ffn apply to "
+                              "MoE shapes only ('%s' is dense)", s->like);
+    for (int o = OPT_SSM_K_HEADS; o <= OPT_SSM_K_DIM; o++)
+        if (!rlx_synth_is_hybrid(s) && sp.set[o - OPT_LAYERS])
+            return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "--ssm-k-heads, --ssm-v-heads and --ssm-dim apply to the "
+                              "Qwen3.5 shapes only ('%s' has no linear attention)", s->like);
     for (size_t k = 0; k < N_OVERRIDES; k++) {
         if (!sp.set[k]) continue;
         memcpy((char *)&a->shape + override_offsets[k], &(uint32_t){(uint32_t)sp.values[k]}, sizeof(uint32_t));
         a->overridden = true;
     }
+    if (sp.ssm_v_dim) a->shape.ssm_v_dim = sp.ssm_v_dim;
     return check_shape(&a->shape);
 }
 
@@ -657,6 +697,21 @@ static rlx_status fill_synth(void *user, size_t tensor, uint64_t row0, uint64_t 
     return NULL;
 }
 
+/* --dry-run: the tensor table, "name type [ne0, ne1, ne2] bytes" per line, then the total. */
+static void print_plan(const synth_plan *p, const rlx_gguf_writer *w) {
+    for (size_t i = 0; i < p->n; i++) {
+        const rlx_synth_tensor *t = &p->tensors[i];
+        char shape[96];
+        int len = snprintf(shape, sizeof shape, "[%" PRIu64, t->ne[0]);
+        for (uint32_t d = 1; d < t->n_dims && len > 0 && (size_t)len < sizeof shape; d++)
+            len += snprintf(shape + len, sizeof shape - (size_t)len, ", %" PRIu64, t->ne[d]);
+        if (len > 0 && (size_t)len + 1 < sizeof shape) strcat(shape, "]");
+        printf("%-40s %-6s %-22s %" PRIu64 "\n", t->name, rlx_dtype_name(p->types[i]), shape,
+               rlx_gguf_writer_tensor_nbytes(w, i));
+    }
+    printf("%zu tensors, %" PRIu64 " bytes of tensor data\n", p->n, rlx_gguf_writer_data_bytes(w));
+}
+
 static rlx_status synth(const synth_args *a, rlx_quant_progress *progress) {
     const rlx_quant_recipe *r = rlx_quant_recipe_find(a->type);
     bool converter = converter_writes(r);
@@ -671,11 +726,16 @@ static rlx_status synth(const synth_args *a, rlx_quant_progress *progress) {
         const rlx_synth_tensor *t = &p.tensors[i];
         s = rlx_gguf_writer_add_tensor(w, t->name, p.types[i], t->n_dims, t->ne);
     }
+    if (!s && a->dry_run) {
+        print_plan(&p, w);
+        goto done;
+    }
     if (!s && a->shape.rope_factor > 0) rlx_synth_rope_factors(&a->shape, rope);
     if (!s) s = rlx_gguf_writer_begin(w, a->output);
     synth_fill fill = {p.tensors, rope, a->seed};
     if (!s) s = rlx_quant_write_jobs(w, p.jobs, p.n, fill_synth, &fill, a->threads, rlx_quant_progress_update, progress);
     if (!s) s = rlx_gguf_writer_finish(w);
+done:
     rlx_gguf_writer_destroy(w);
     plan_free(&p);
     free(rope);
@@ -695,6 +755,7 @@ int rlx_cmd_synth(int argc, char **argv) {
     s = synth(&a, &p);
     rlx_quant_progress_end(&p);
     if (s) return rlx_cli_fail("synth", s, false);
+    if (a.dry_run) return RLX_EXIT_OK;
     rlx_quant_print_summary("synth", a.output, rlx_cli_now() - p.t0);
     return RLX_EXIT_OK;
 }
