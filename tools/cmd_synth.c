@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -712,6 +714,22 @@ static void print_plan(const synth_plan *p, const rlx_gguf_writer *w) {
     printf("%zu tensors, %" PRIu64 " bytes of tensor data\n", p->n, rlx_gguf_writer_data_bytes(w));
 }
 
+/* Refuses up front a file its filesystem cannot hold, rather than after minutes of writing (a
+ * 35B model is 20 GB even in Q4_K_M). The file adds its metadata (the vocabulary: some MB) and
+ * padding to the tensor data; a write that still runs out of space reports ENOSPC by name. */
+static rlx_status check_space(const char *output, uint64_t data_bytes) {
+    char *copy = strdup(output);
+    if (!copy) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "synth: out of memory");
+    struct statvfs v;
+    int rc = statvfs(dirname(copy), &v);
+    free(copy);
+    if (rc != 0) return NULL; /* the create that follows names the problem */
+    uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+    if (free_bytes >= data_bytes) return NULL;
+    return rlx_errorf(RLX_ERR_IO, "'%s' needs %.2f GB of tensor data, but its filesystem has %.2f GB free", output,
+                      (double)data_bytes / 1e9, (double)free_bytes / 1e9);
+}
+
 static rlx_status synth(const synth_args *a, rlx_quant_progress *progress) {
     const rlx_quant_recipe *r = rlx_quant_recipe_find(a->type);
     bool converter = converter_writes(r);
@@ -731,6 +749,7 @@ static rlx_status synth(const synth_args *a, rlx_quant_progress *progress) {
         goto done;
     }
     if (!s && a->shape.rope_factor > 0) rlx_synth_rope_factors(&a->shape, rope);
+    if (!s) s = check_space(a->output, rlx_gguf_writer_data_bytes(w));
     if (!s) s = rlx_gguf_writer_begin(w, a->output);
     synth_fill fill = {p.tensors, rope, a->seed};
     if (!s) s = rlx_quant_write_jobs(w, p.jobs, p.n, fill_synth, &fill, a->threads, rlx_quant_progress_update, progress);

@@ -176,6 +176,13 @@ expect 1 "/nonexistent/vocab.gguf" "${QWEN3_TINY[@]}" --vocab /nonexistent/vocab
 expect 1 "cannot create '/nonexistent-dir/x.gguf.tmp'" "${QWEN3_TINY[@]}" -o /nonexistent-dir/x.gguf
 check
 [ ! -e "$tmp/x.gguf" ] && [ ! -e "$tmp/x.gguf.tmp" ] || fail "a failed synth left a file behind"
+# A full disk: refused up front when the filesystem is too small for the tensor data (a hidden
+# size of 2e9 makes petabytes), and ENOSPC named when a write runs out anyway (/dev/full).
+expect 1 "but its filesystem has" "${Q35_TINY[@]}" --hidden 2000000000 -o "$tmp/x.gguf"
+mkdir "$tmp/full" && ln -s /dev/full "$tmp/full/x.gguf.tmp"
+expect 1 "No space left on device" "${Q35_TINY[@]}" -o "$tmp/full/x.gguf"
+check
+[ ! -e "$tmp/full/x.gguf" ] && [ ! -e "$tmp/x.gguf" ] || fail "a synth that ran out of space left a file behind"
 check
 "$RLX" synth --help | grep -q 'usage: rlx synth' || fail "--help"
 summary
