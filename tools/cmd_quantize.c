@@ -107,14 +107,21 @@ void rlx_quant_progress_start(rlx_quant_progress *p, const char *label) {
     p->last = p->t0;
 }
 
+/* A terminal gets one line redrawn; a log (stderr not a terminal) gets a line every 30 s once the
+ * work has run 10 s, so a 20-minute model write shows it is alive and when it will end. */
 void rlx_quant_progress_update(void *user, uint64_t done, uint64_t total, const char *tensor) {
     rlx_quant_progress *p = user;
-    double now = rlx_cli_now();
-    if (!p->tty || now - p->t0 < 1.0 || (now - p->last < 0.1 && done < total)) return;
+    double now = rlx_cli_now(), ran = now - p->t0;
+    if (p->tty ? ran < 1.0 || (now - p->last < 0.1 && done < total)
+               : ran < 10.0 || now - p->last < 30.0 || done >= total)
+        return;
     p->last = now;
-    p->shown = true;
-    fprintf(stderr, "\r%s: %5.1f%%  %8.1f / %.1f MiB  %-40.40s", p->label, total ? 100.0 * (double)done / (double)total : 100.0,
-            (double)done / 1048576.0, (double)total / 1048576.0, tensor ? tensor : "");
+    double frac = total ? (double)done / (double)total : 1.0;
+    double left = frac > 0 ? ran * (1.0 - frac) / frac : 0;
+    fprintf(stderr, "%s%s: %5.1f%%  %8.1f / %.1f MiB  %4.0f s left  %-40.40s%s", p->tty ? "\r" : "", p->label,
+            100.0 * frac, (double)done / 1048576.0, (double)total / 1048576.0, left, tensor ? tensor : "",
+            p->tty ? "" : "\n");
+    p->shown = p->tty;
     fflush(stderr);
 }
 

@@ -1,5 +1,6 @@
-/* Progress of `rlx quantize` and `rlx synth` on stderr: shown only when stderr is a terminal and
- * the work has run for more than a second, redrawn at most ten times a second. */
+/* Progress of `rlx quantize` and `rlx synth` on stderr, with the time left: on a terminal once the
+ * work has run for more than a second, redrawn at most ten times a second; otherwise (a log) a
+ * line every 30 s once it has run 10 s. */
 #ifndef RLX_TOOLS_QUANT_PROGRESS_H
 #define RLX_TOOLS_QUANT_PROGRESS_H
 
