@@ -57,7 +57,7 @@ void rlx_model_close(rlx_model *m) {
 
 /* One validation pass: which weights the family's config has claimed so far. */
 typedef struct model_check {
-    const rlx_model *m; /* borrowed */
+    rlx_model *m;       /* borrowed; weights' ranks are set to the family's (expect) */
     uint8_t *used;      /* owned, m->n_weights flags */
 } model_check;
 
@@ -68,10 +68,13 @@ static void format_ne(const uint64_t *ne, uint32_t n_dims, char *buf, size_t cap
     if (used < cap) snprintf(buf + used, cap - used, "]");
 }
 
-/* Requires weight `name` with GGUF shape `ne` (n_dims dims; trailing unused dims are 1). */
+/* Requires weight `name` with GGUF shape `ne` (n_dims dims; trailing unused dims are 1). A file
+ * may store fewer dims when the last ones are 1 (llama-quantize writes ggml_n_dims, so qwen35moe's
+ * [n_embd, 1] ffn_gate_inp_shexp becomes [n_embd]); the weight then takes the rank the family
+ * reads, as llama.cpp's create_tensor sees the same ne either way. */
 static rlx_status expect(model_check *cx, const char *name, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
                          uint64_t ne2) {
-    const rlx_model *m = cx->m;
+    rlx_model *m = cx->m;
     uint64_t want[RLX_WEIGHT_MAX_DIMS] = {ne0, ne1, ne2, 1};
     for (uint32_t d = n_dims; d < RLX_WEIGHT_MAX_DIMS; d++) want[d] = 1;
     char ws[96], fs[96];
@@ -87,6 +90,7 @@ static rlx_status expect(model_check *cx, const char *name, uint32_t n_dims, uin
             return rlx_errorf(RLX_ERR_BAD_FILE, "tensor '%s': shape %s, but the config implies %s", name, fs, ws);
         }
     }
+    if (w->n_dims < n_dims) m->weights[w - m->weights].n_dims = n_dims;
     return NULL;
 }
 
@@ -233,7 +237,7 @@ static void drop_ignored(rlx_model *m) {
 }
 
 /* Every tensor the family needs is present in its shape, and every tensor present is needed. */
-static rlx_status validate(const rlx_model *m) {
+static rlx_status validate(rlx_model *m) {
     model_check cx = {.m = m, .used = calloc(m->n_weights ? m->n_weights : 1, 1)};
     if (!cx.used) return rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "cannot allocate %zu weight flags", m->n_weights);
     rlx_status s = expect_all(&cx);

@@ -366,6 +366,32 @@ static void hf_moe_cases(void) {
     printf("  HF qwen3moe: per-expert tensors stacked, fused gate_up_proj split, missing experts reported\n");
 }
 
+/* llama-quantize writes ggml_n_dims, so fixture qwen35moe-Q4_K_M.gguf stores the shared expert's
+ * gate as [256] where the converter's F16 file has [256, 1]; both open with the rank the family
+ * reads (2), so a graph sees one shape whatever wrote the file. */
+static void trailing_one_dims(void) {
+    const char *q4 = "models/qwen35moe/qwen35moe-Q4_K_M.gguf", *f16 = "models/qwen35moe/qwen35moe-F16.gguf";
+    t_require_fixture(q4);
+    t_require_fixture(f16);
+    rlx_gguf *g = NULL;
+    if (T_OK(rlx_gguf_open(t_fixture(q4), &g))) {
+        const rlx_gguf_tensor *t = rlx_gguf_find_tensor(g, "blk.0.ffn_gate_inp_shexp.weight");
+        T_CHECK(t && t->n_dims == 1 && t->ne[0] == 256, "the Q4_K_M fixture's shared-expert gate is no longer 1-D");
+    }
+    rlx_gguf_close(g);
+    for (const char *f = q4;; f = f16) {
+        rlx_model *m = NULL;
+        if (T_OK(rlx_model_open(t_fixture(f), &m))) {
+            const rlx_weight *w = rlx_model_weight(m, "blk.0.ffn_gate_inp_shexp.weight");
+            T_CHECK(w && w->n_dims == 2 && w->ne[0] == 256 && w->ne[1] == 1, "%s: shared-expert gate rank %u, want 2", f,
+                    w ? w->n_dims : 0);
+        }
+        rlx_model_close(m);
+        if (f == f16) break;
+    }
+    printf("  qwen35moe ffn_gate_inp_shexp: [256] in the Q4_K_M file, [256, 1] in the F16 one, rank 2 once open\n");
+}
+
 int main(void) {
     tmp = t_tmp_dir("rlx-model");
     gguf_cases();
@@ -373,5 +399,6 @@ int main(void) {
     hf_gemma3_case();
     hf_moe_cases();
     t_tmp_dir_remove();
+    trailing_one_dims();
     return t_summary("test_model_open");
 }
