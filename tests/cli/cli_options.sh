@@ -264,7 +264,7 @@ help synth --help
 expect 2 "rlx synth: missing --like NAME" "run 'rlx synth --help' for its options" synth
 expect 2 "rlx synth: unknown option '--bogus'" "run 'rlx synth --help' for its options" synth --bogus
 expect 2 "rlx synth: option --like needs a value" "run 'rlx synth --help' for its options" synth --like
-expect 2 "rlx synth: unknown --like 'x' (known: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.2-3b, llama3.1-8b)" "run 'rlx synth --help' for its options" synth --like x
+expect 2 "rlx synth: unknown --like 'x' (known: qwen3-0.6b, qwen3-4b, qwen3-8b, llama3.2-1b, llama3.2-3b, llama3.1-8b, qwen3.5-0.8b, qwen3.5-9b, qwen3.5-35b-a3b)" "run 'rlx synth --help' for its options" synth --like x
 expect 2 "rlx synth: missing -o FILE.gguf" "run 'rlx synth --help' for its options" synth --like=qwen3-0.6b
 expect 2 "rlx synth: option --output needs a value" "run 'rlx synth --help' for its options" synth --like qwen3-0.6b -o
 expect 2 "rlx synth: option --output needs a value" "run 'rlx synth --help' for its options" synth --like qwen3-0.6b --output
