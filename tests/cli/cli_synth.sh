@@ -100,17 +100,10 @@ echo "qwen3.5 full shapes (dry run): 320 / 427 / 733 tensors, shapes from the pu
 check
 "$RLX" inspect "$tmp/qwen35-F16.gguf" | grep -q '^layers *4 (3 linear attention, 1 full attention): L L L A$' \
   || fail "inspect qwen35: $("$RLX" inspect "$tmp/qwen35-F16.gguf" | grep '^layers')"
-# Until the hybrid runners land, generate must say so by name (one line, exit 1) rather than fail
-# any other way.
 for f in qwen35-Q4_K_M qwen35moe-Q4_K_M; do
   check
-  if ids=$("$RLX" generate -m "$tmp/$f.gguf" --backend cpu --tokens 1,2,3 -n 4 --ignore-eos 2>"$tmp/err"); then
-    [ "$(wc -w <<<"$ids")" -eq 4 ] || fail "generate $f: expected 4 ids, got '$ids'"
-  elif grep -q "model family 'qwen35[a-z]*' has no runner yet" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then
-    echo "NOTE: $f loads; generate says: $(cat "$tmp/err")"
-  else
-    fail "generate $f: $(cat "$tmp/err")"
-  fi
+  ids=$("$RLX" generate -m "$tmp/$f.gguf" --backend cpu --tokens 1,2,3 -n 4 --ignore-eos 2>"$tmp/err") || fail "generate $f: $(cat "$tmp/err")"
+  [ "$(wc -w <<<"$ids")" -eq 4 ] || fail "generate $f: expected 4 ids, got '$ids'"
 done
 
 # rlx inspect derives the config, and the runner generates from F16 and quantized files.
