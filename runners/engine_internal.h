@@ -164,6 +164,11 @@ int32_t rlx_engine_n_checkpoints(const rlx_engine *e);
  * its tokens stay, to be recomputed when it is admitted again. */
 void rlx_engine_seq_evict(rlx_engine *e, eng_seq *s);
 
+/* For tests: walks the books (the pool's own check, every table's pages against the pool's
+ * counts, state slots against their sequences, checkpoints within their bound, the stats) and
+ * returns RLX_ERR_INTERNAL naming the first disagreement. Call between engine calls. */
+rlx_status rlx_engine_check(const rlx_engine *e);
+
 /* The engine over a loaded model and backend (borrowed; they outlive it): the runner's. */
 rlx_status rlx_engine_create(const rlx_model *model, const rlx_family_ops *family, rlx_backend *backend,
                              const rlx_engine_opts *opts, int32_t decode_ahead, rlx_engine **out);
