@@ -155,7 +155,8 @@ rlx_status rlx_engine_state_rewind(rlx_engine *e, eng_seq *s, int32_t n);
 /* A checkpoint of s at its computed position (a resident sequence whose state is not owed).
  * rollback: the sequence's one rollback checkpoint, replaced by the next. */
 rlx_status rlx_engine_state_checkpoint(rlx_engine *e, eng_seq *s, bool rollback);
-/* Drops the checkpoint used least recently that holds pages: true when one was dropped. */
+/* Drops the checkpoint used least recently among those holding pages no sequence holds (alone,
+ * or with other checkpoints): true when one was dropped. Called while the pool is short. */
 bool rlx_engine_state_drop_ckpt(rlx_engine *e);
 /* Drops the rollback checkpoint of sequence id (when it is freed). */
 void rlx_engine_state_forget(rlx_engine *e, int32_t id);

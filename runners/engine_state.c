@@ -191,18 +191,29 @@ rlx_status rlx_engine_state_checkpoint(rlx_engine *e, eng_seq *s, bool rollback)
     return NULL;
 }
 
-/* Pages a checkpoint holds alone: what dropping it gives back to the pool. */
-static int32_t ckpt_own_pages(const rlx_engine *e, const eng_ckpt *c) {
+/* Pages of c that only checkpoints hold (c alone, or c and others): dropping every checkpoint that
+ * holds one gives it back to the pool. */
+static int32_t ckpt_cache_pages(const rlx_engine *e, const eng_ckpt *c) {
     int32_t n = 0;
-    for (int32_t k = 0; k < c->table.n_pages; k++) n += rlx_kv_pages_refcount(e->pages, c->table.pages[k]) == 1;
+    for (int32_t k = 0; k < c->table.n_pages; k++) {
+        int32_t page = c->table.pages[k], held = 0;
+        for (int32_t i = 0; i < e->n_ckpts; i++) {
+            const rlx_kv_table *t = &e->ckpts[i].table;
+            for (int32_t j = 0; j < t->n_pages; j++) held += t->pages[j] == page;
+        }
+        n += rlx_kv_pages_refcount(e->pages, page) == held;
+    }
     return n;
 }
 
+/* The checkpoint used least recently among those holding pages only checkpoints hold: two
+ * checkpoints of one history share its pages, so neither holds one alone, yet dropping both
+ * frees them (the caller drops again while it is short). */
 bool rlx_engine_state_drop_ckpt(rlx_engine *e) {
     eng_ckpt *lru = NULL;
     for (int32_t i = 0; i < e->n_ckpts; i++) {
         eng_ckpt *c = &e->ckpts[i];
-        if (c->n_tokens > 0 && ckpt_own_pages(e, c) > 0 && (!lru || c->last_use < lru->last_use)) lru = c;
+        if (c->n_tokens > 0 && (!lru || c->last_use < lru->last_use) && ckpt_cache_pages(e, c) > 0) lru = c;
     }
     if (lru) ckpt_drop(e, lru);
     return lru != NULL;
