@@ -101,6 +101,15 @@ add_test(NAME test_engine_state_qwen35moe COMMAND test_engine_state qwen35moe mo
 set_tests_properties(test_engine_state_qwen35moe PROPERTIES LABELS "parity" SKIP_RETURN_CODE 77
   ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
 
+# The engine's books under random operations on a recurrent model (state slots, checkpoints,
+# rewinds, preemption), against a model of each sequence as its history; finished sequences ==
+# alone. A few seconds: it runs in the sanitized pass too.
+rlx_add_test(NAME test_engine_props SOURCES test_engine_props.c LABELS parity)
+# Seed 11 once left two checkpoints sharing every page they held, which the pool never got back.
+add_test(NAME test_engine_props_seed11 COMMAND test_engine_props)
+set_tests_properties(test_engine_props_seed11 PROPERTIES LABELS "parity" SKIP_RETURN_CODE 77
+  ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};RLX_PROP_SEED=11")
+
 # Qwen3.5's layer on the CPU against ref-hf.json, with the session's recurrent state made by the
 # test (the engine does not hold it yet).
 add_executable(test_qwen35_graph ${CMAKE_CURRENT_LIST_DIR}/test_qwen35_graph.c)
