@@ -104,6 +104,10 @@ rlx_kv_type rlx_runner_kv_type(const rlx_runner *r) {
     return r->eng ? rlx_engine_kv_type(r->eng) : RLX_KV_TYPE_F32;
 }
 
+int64_t rlx_runner_state_bytes(const rlx_runner *r) {
+    return r->eng ? rlx_engine_get_stats(r->eng).state_slot_bytes : 0;
+}
+
 const char *rlx_runner_family(const rlx_runner *r) {
     return r->family->name;
 }

@@ -26,8 +26,14 @@ static void print_floor(const rlx_bench_result *r, const rlx_bench_test *t, FILE
     rlx_bench_format_bytes(fl->bytes_per_token, total, sizeof total);
     rlx_bench_format_bytes(fl->weight_bytes, weights, sizeof weights);
     rlx_bench_format_bytes(fl->kv_bytes, kv, sizeof kv);
-    fprintf(f, "%s: %.0f bytes/token (%s = weights %s + %s KV %s at a mean context of %.1f)\n", t->name,
+    fprintf(f, "%s: %.0f bytes/token (%s = weights %s + %s KV %s at a mean context of %.1f", t->name,
             fl->bytes_per_token, total, weights, r->kv_type ? r->kv_type : "f32", kv, fl->mean_context);
+    if (fl->state_bytes > 0) {
+        char state[32];
+        rlx_bench_format_bytes(fl->state_bytes, state, sizeof state);
+        fprintf(f, " + recurrent state %s, read and written", state);
+    }
+    fprintf(f, ")\n");
     fprintf(f, "%s: bandwidth %.2f GB/s, floor %.2f t/s, measured %.2f t/s = %.1f%% of the floor\n", t->name,
             r->bandwidth.bytes_per_s / 1e9, fl->floor_tps, t->mean, 100.0 * fl->ratio);
     if (r->backend && strcmp(r->backend, "vulkan") == 0) /* the backend that chains decode steps */
@@ -96,9 +102,10 @@ static json_t *samples(const double *v, int32_t n) {
 }
 
 static json_t *floor_json(const rlx_bench_floor *fl) {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "mean_context", fl->mean_context, "weight_bytes_per_token",
-                     fl->weight_bytes, "kv_bytes_per_token", fl->kv_bytes, "bytes_per_token", fl->bytes_per_token,
-                     "floor_ts", fl->floor_tps, "ratio", fl->ratio);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "mean_context", fl->mean_context,
+                     "weight_bytes_per_token", fl->weight_bytes, "kv_bytes_per_token", fl->kv_bytes,
+                     "state_bytes_per_token", fl->state_bytes, "bytes_per_token", fl->bytes_per_token, "floor_ts",
+                     fl->floor_tps, "ratio", fl->ratio);
 }
 
 static json_t *test_json(const rlx_bench_test *t) {

@@ -16,7 +16,8 @@ typedef struct rlx_bench_floor {
     double mean_context;     /* mean number of positions a timed step attends over */
     double weight_bytes;     /* per step */
     double kv_bytes;         /* per step, at the run's contexts */
-    double bytes_per_token;  /* weight_bytes + kv_bytes */
+    double state_bytes;      /* per step: a recurrent model's state, read and written (2 x its bytes) */
+    double bytes_per_token;  /* weight_bytes + kv_bytes + state_bytes */
     double floor_tps;        /* bandwidth / bytes_per_token */
     double ratio;            /* measured mean t/s / floor_tps */
 } rlx_bench_floor;
@@ -52,6 +53,7 @@ typedef struct rlx_bench_result {
     int32_t n_ctx;
     int32_t decode_ahead;    /* tg: greedy steps decoded on the device per round trip to the host */
     const char *kv_type;     /* "f16" or "f32": the runner's K/V cache (static) */
+    int64_t state_bytes;     /* a recurrent model's state per sequence (rlx_runner_state_bytes); 0: none */
     bool has_bandwidth;
     rlx_bench_bandwidth bandwidth;
     char bandwidth_error[512]; /* why there is no figure, "" otherwise */

@@ -50,11 +50,12 @@ static void usage(FILE *f) {
             "For each tg test it prints the bandwidth floor: the bytes one decode step must read\n"
             "(every weight tensor once, except the token-embedding table, of which a step reads one\n"
             "row, but which counts whole when the output projection is tied to it; MoE experts at\n"
-            "n_expert_used / n_expert; plus the F32 K/V of every attention layer at the contexts of\n"
-            "the timed steps), the device's memory bandwidth, floor t/s = bandwidth / bytes, and the\n"
-            "measured t/s as a share of it. The bandwidth is (bytes read + written) / the best time of\n"
-            "repeated copies of a large buffer (a compute kernel on Vulkan, memcpy on every core for\n"
-            "the CPU), measured once per device and cached in $XDG_CACHE_HOME/rlx (else\n"
+            "n_expert_used / n_expert; plus the K/V of every attention layer at the contexts of the\n"
+            "timed steps, in the cache's type; plus, for a recurrent model (qwen35), its state, read\n"
+            "and written whole each step), the device's memory bandwidth, floor t/s = bandwidth /\n"
+            "bytes, and the measured t/s as a share of it. The bandwidth is (bytes read + written) /\n"
+            "the best time of repeated copies of a large buffer (a compute kernel on Vulkan, memcpy\n"
+            "on every core for the CPU), measured once per device and cached in $XDG_CACHE_HOME/rlx (else\n"
             "~/.cache/rlx), keyed by the Vulkan device UUID and driver version, or \"cpu\".\n"
             "\n"
             "options:\n"
@@ -385,6 +386,7 @@ static rlx_status run_tests(const bench_args *a, rlx_bench_result *res) {
         res->n_ctx = rlx_runner_n_ctx(b.r);
         res->decode_ahead = rlx_runner_decode_ahead(b.r);
         res->kv_type = rlx_runner_kv_type(b.r) == RLX_KV_TYPE_F16 ? "f16" : "f32";
+        res->state_bytes = rlx_runner_state_bytes(b.r);
         logits = malloc((size_t)rlx_runner_vocab_size(b.r) * sizeof *logits);
         if (!logits) s = rlx_errorf(RLX_ERR_OUT_OF_MEMORY, "bench: logits of %d floats", (int)rlx_runner_vocab_size(b.r));
     }
@@ -409,7 +411,9 @@ static void compute_floors(rlx_bench_result *res) {
         fl->weight_bytes = (double)res->model.weight_bytes_per_token;
         int32_t elem = res->kv_type && !strcmp(res->kv_type, "f16") ? 2 : 4;
         fl->kv_bytes = rlx_bench_kv_bytes_per_step(&res->model, before + 1, t->n_gen, elem);
-        fl->bytes_per_token = fl->weight_bytes + fl->kv_bytes;
+        /* a recurrent layer's state is read and written whole every step, whatever the context */
+        fl->state_bytes = 2.0 * (double)res->state_bytes;
+        fl->bytes_per_token = fl->weight_bytes + fl->kv_bytes + fl->state_bytes;
         fl->floor_tps = fl->bytes_per_token > 0 ? res->bandwidth.bytes_per_s / fl->bytes_per_token : 0.0;
         fl->ratio = fl->floor_tps > 0 ? t->mean / fl->floor_tps : 0.0;
         t->has_floor = true;

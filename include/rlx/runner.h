@@ -87,6 +87,10 @@ const char *rlx_runner_backend_name(const rlx_runner *r);
 /* The K/V cache's element type as resolved (F32 or F16; F32 on the naive path, which keeps none). */
 rlx_kv_type rlx_runner_kv_type(const rlx_runner *r);
 bool rlx_runner_supports_multimodal(const rlx_runner *r); /* false for every family so far */
+/* Recurrent models (qwen35: Gated DeltaNet layers): the bytes of one sequence's recurrent state
+ * over every recurrent layer, which each decode step reads and writes (rlx_engine_stats'
+ * state_slot_bytes); 0 for attention-only models and on the naive path. */
+int64_t rlx_runner_state_bytes(const rlx_runner *r);
 
 /* Logits of the last position: logits_out holds vocab_size floats. Stateless: does not touch the
  * generation state. */

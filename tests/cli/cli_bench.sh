@@ -94,7 +94,7 @@ check
 jq -e --argjson w "$want_w" --argjson kv "$want_kv" --argjson bw "$(jq .bandwidth.bytes_per_s "$tmp/run.json")" \
    --argjson avg "$(jq ".tests[] | select(.name == \"tg$n\") | .avg_ts" "$tmp/run.json")" '
   def close(a; b): ((a - b) | fabs) <= 1e-9 * (b | fabs) + 1e-9;
-  close(.weight_bytes_per_token; $w) and close(.kv_bytes_per_token; $kv) and close(.bytes_per_token; $w + $kv)
+  close(.weight_bytes_per_token; $w) and close(.kv_bytes_per_token; $kv) and close(.bytes_per_token; $w + $kv) and .state_bytes_per_token == 0
   and close(.floor_ts; $bw / ($w + $kv)) and close(.ratio; $avg / ($bw / ($w + $kv)))' <<<"$got" >/dev/null \
   || fail "floor disagrees with the independent computation"
 check
@@ -166,6 +166,51 @@ if [ "$backend" = cpu ]; then
   bad "--parallel: 'x' is not a whole number" -m "$model" -npl 1,x
   bad "-p 0" -m "$model" --parallel 2 -p 0
   bad "too small for pp16+tg8" -m "$model" --parallel 2 -p 16 -n 8 --ctx 24
+fi
+
+# ---- a recurrent model (qwen35, CPU: its state lives on the engine's backend): the floor also
+# counts the Gated DeltaNet state each step reads and writes whole, 2 x 4 bytes x, per linear
+# layer, its conv state (kernel - 1) x channels plus its delta state value heads x d_k x d_v: the
+# sizes from the file's tensors (ssm_conv1d [kernel, channels], ssm_a [value heads], ssm_norm
+# [d_v]) and its ssm.state_size (d_k), as llama.cpp's converter writes them ----
+q35=models/qwen35/qwen35-F32.gguf
+if [ "$backend" = cpu ] && [ ! -e "$FIXTURES/$q35" ]; then
+  if [ "${CI:-}" = true ]; then fail "fixture $FIXTURES/$q35 missing and CI=true"
+  else echo "SKIPPED (loudly): the recurrent model's floor: fixture $FIXTURES/$q35 missing" >&2; fi
+elif [ "$backend" = cpu ]; then
+  qn=6
+  "$RLX" bench -m "$FIXTURES/$q35" -p 0 -n $qn -r 1 -o json >"$tmp/q35.json" 2>"$tmp/err"
+  rc=$?
+  check; [ $rc -eq 0 ] || fail "qwen35 bench: exit $rc: $(cat "$tmp/err")"
+  "$RLX" inspect --json "$FIXTURES/$q35" >"$tmp/q35i.json"
+  want_w=$(jq '. as $r | ([$r.tensors[] | select(.name != "token_embd.weight") | .bytes] | add)
+    + (if any($r.tensors[]; .name == "output.weight") then 0 else ([$r.tensors[] | select(.name == "token_embd.weight") | .bytes] | add) end)' "$tmp/q35i.json")
+  elem=$(jq 'if .kv_type == "f16" then 2 else 4 end' "$tmp/q35.json")
+  want_kv=$(jq --argjson n $qn --argjson e "$elem" '.config | ([.layers[] | select(. == "full")] | length) as $full
+    | $full * .n_head_kv * (.head_dim + .head_dim_v) * $e * (1 + ($n + 1) / 2)' "$tmp/q35i.json")
+  want_state=$(jq '. as $r | [$r.config.layers | to_entries[] | select(.value == "linear") | .key as $l
+    | def shape($t): ($r.tensors[] | select(.name == "blk.\($l).\($t)") | .shape);
+      shape("ssm_conv1d.weight") as $conv | shape("ssm_a")[0] as $hv | shape("ssm_norm.weight")[0] as $dv
+      | (($conv[0] - 1) * $conv[1] + $hv * $r.metadata["\($r.architecture).ssm.state_size"] * $dv) * 4]
+    | 2 * add' "$tmp/q35i.json")
+  got=$(jq -c '.tests[0].floor' "$tmp/q35.json")
+  echo "qwen35 floor: $got; want weights $want_w + KV $want_kv + state $want_state bytes/token"
+  check
+  jq -e --argjson w "$want_w" --argjson kv "$want_kv" --argjson st "$want_state" '
+    def close(a; b): ((a - b) | fabs) <= 1e-9 * (b | fabs) + 1e-9;
+    $st > 0 and close(.weight_bytes_per_token; $w) and close(.kv_bytes_per_token; $kv)
+    and close(.state_bytes_per_token; $st) and close(.bytes_per_token; $w + $kv + $st)' <<<"$got" >/dev/null \
+    || fail "qwen35 floor disagrees with the independent computation"
+  # the markdown line names it; an attention-only model's line does not
+  "$RLX" bench -m "$FIXTURES/$q35" -p 0 -n $qn -r 1 >"$tmp/out" 2>"$tmp/err"
+  line=$(grep -E "^tg$qn: [0-9]+ bytes/token" "$tmp/out")
+  echo "qwen35: $line"
+  check; grep -qE "^tg$qn: [0-9]+ bytes/token \(.* = weights .* \+ f32 KV .* at a mean context of [0-9.]+ \+ recurrent state [0-9.]+ KiB, read and written\)$" <<<"$line" \
+    || fail "qwen35: the bytes/token line does not name the recurrent state: $line"
+  check; [ "$(sed -E 's/^tg[0-9]+: ([0-9]+) bytes.*/\1/' <<<"$line")" = "$(awk -v a="$want_w" -v b="$want_kv" -v c="$want_state" 'BEGIN { printf "%.0f", a + b + c }')" ] \
+    || fail "qwen35: the line's bytes/token is not weights + KV + state"
+  bench -p 0 -n 4 -r 1
+  check; ! grep -q 'recurrent state' "$tmp/out" || fail "stories260K: a recurrent state in its floor line"
 fi
 
 # ---- bad arguments: exit 2, one line ----
