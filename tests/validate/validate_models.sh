@@ -12,6 +12,7 @@ models=(qwen3/qwen3-F32.gguf llama32/llama32-F16.gguf gemma3/gemma3-F16.gguf qwe
 for m in "${models[@]}"; do require_fixture "models/$m"; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+before=$(ls -d /tmp/rlx-validate-* 2>/dev/null) # another run's leftovers (one killed) are not ours
 
 for m in "${models[@]}"; do
   check
@@ -48,5 +49,6 @@ RLX_VALIDATE_TEST=1 "$RLX" validate --device llvmpipe --no-ops --no-paths -m "$F
 rc=$?
 [ $rc -eq 1 ] && jq -e '.model.error | test("no weight .no.such.weight.")' "$tmp/u.json" >/dev/null ||
   fail "unknown weight: exit $rc: $(jq -c .model.error "$tmp/u.json")"
-ls -d /tmp/rlx-validate-* 2>/dev/null && fail "temporary copies left in /tmp"
+left=$(comm -13 <(echo "$before") <(ls -d /tmp/rlx-validate-* 2>/dev/null))
+[ -z "$left" ] || fail "temporary copies left in /tmp: $left"
 summary
