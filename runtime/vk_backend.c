@@ -30,6 +30,7 @@ static void session_destroy(rlx_session *s) {
     }
     free(s->k_cache);
     free(s->v_cache);
+    vk_state_free(s);
     free(s);
 }
 
@@ -87,11 +88,8 @@ static rlx_status upload_weight(rlx_vk_backend *b, rlx_vk_uploader *u, const rlx
     return NULL;
 }
 
+/* The K/V pools of every layer but the recurrent ones, which keep their state instead (vk_state.c). */
 static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_spec *kv) {
-    for (int32_t l = 0; kv->layer_kind && l < kv->n_layer; l++)
-        if (kv->layer_kind[l] == RLX_STATE_RECURRENT)
-            return rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan session: layer %d keeps recurrent state, which the Vulkan "
-                              "backend does not hold yet", l);
     s->kv = *kv;
     s->kv.layer_kind = NULL; /* borrowed for the call only */
     if (kv->n_layer == 0) return NULL;
@@ -102,6 +100,7 @@ static rlx_status alloc_kv(rlx_session *s, rlx_vk_uploader *u, const rlx_state_s
     uint64_t row = (uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv * vk_kv_elem_bytes(s);
     uint64_t k_bytes = row * (uint64_t)kv->head_dim, v_bytes = row * (uint64_t)s->kv.head_dim_v;
     for (int32_t l = 0; l < kv->n_layer; l++) {
+        if (kv->layer_kind && kv->layer_kind[l] == RLX_STATE_RECURRENT) continue;
         RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, k_bytes, "KV cache (K)", &s->k_cache[l]));
         RLX_TRY(rlx_vk_heap_alloc(s->b->dev_heap, v_bytes, "KV cache (V)", &s->v_cache[l]));
         /* zeroed so that reads of never-written rows, were there any, see finite values */
@@ -134,17 +133,22 @@ static rlx_status check_session_room(const rlx_session *s, const rlx_state_spec 
     for (size_t i = 0; i < s->n_weights; i++) weights += s->weights[i].rows * s->weights[i].row_bytes + 16;
     int32_t dv = kv->head_dim_v ? kv->head_dim_v : kv->head_dim;
     bool sane = kv->n_layer > 0;
+    uint64_t state_layer = 0, n_state = (uint64_t)vk_state_layers(kv), state = 0;
+    RLX_TRY(vk_state_layer_bytes(s->b, kv, &state_layer));
     bool overflow = sane && (__builtin_mul_overflow((uint64_t)rlx_state_kv_rows(kv) * (uint64_t)kv->n_head_kv,
                                                     ((uint64_t)kv->head_dim + (uint64_t)dv) * elem, &cache) ||
-                             __builtin_mul_overflow(cache, (uint64_t)kv->n_layer, &cache));
+                             __builtin_mul_overflow(cache, (uint64_t)kv->n_layer - n_state, &cache) ||
+                             __builtin_mul_overflow(state_layer, n_state, &state) ||
+                             __builtin_add_overflow(cache, state, &cache));
     overflow = overflow || __builtin_add_overflow(weights, cache, &need);
     char what[256];
     if (sane)
         snprintf(what, sizeof what,
                  "session: weights (%" PRIu64 " bytes) and a KV pool of %lld rows (%d layers x %lld rows x %d KV "
-                 "heads x (%d + %d) dims x %u bytes)",
-                 weights, (long long)rlx_state_kv_rows(kv), kv->n_layer, (long long)rlx_state_kv_rows(kv),
-                 kv->n_head_kv, kv->head_dim, dv, elem);
+                 "heads x (%d + %d) dims x %u bytes)%s",
+                 weights, (long long)rlx_state_kv_rows(kv), kv->n_layer - (int32_t)n_state,
+                 (long long)rlx_state_kv_rows(kv), kv->n_head_kv, kv->head_dim, dv, elem,
+                 n_state ? " and the recurrent layers' state" : "");
     else
         snprintf(what, sizeof what, "session: weights (%" PRIu64 " bytes)", weights);
     if (overflow)
@@ -167,6 +171,7 @@ static rlx_status session_fill(rlx_session *s, const rlx_weight *weights, size_t
     rlx_status st = rlx_vk_uploader_create(s->b->dev, s->b->up_heap, &u);
     for (size_t i = 0; !st && i < n_weights; i++) st = upload_weight(s->b, u, &weights[i], &s->weights[i]);
     if (!st) st = alloc_kv(s, u, kv);
+    if (!st) st = vk_state_alloc(s, u, kv);
     if (!st) st = rlx_vk_uploader_flush(u);
     rlx_vk_uploader_destroy(u);
     if (st) return st;
@@ -253,6 +258,7 @@ static void record_page_copies(void *ctx, VkCommandBuffer cb) {
         }
         for (int32_t l = 0; l < s->kv.n_layer; l++) {
             const rlx_vk_alloc *k = &s->k_cache[l], *v = &s->v_cache[l];
+            if (!k->buffer) continue; /* a recurrent layer: no pool */
             VkDeviceSize sp = (VkDeviceSize)src[i], dp = (VkDeviceSize)dst[i];
             VkBufferCopy ck = {k->offset + sp * k_page, k->offset + dp * k_page, k_page};
             VkBufferCopy cv = {v->offset + sp * v_page, v->offset + dp * v_page, v_page};
@@ -311,6 +317,7 @@ static const rlx_backend_ops vk_ops = {
     .session_create = session_create,
     .session_destroy = session_destroy,
     .copy_pages = copy_pages,
+    .copy_state = vk_copy_state,
     .compile = compile,
     .run = run,
     .run_chain = run_chain,

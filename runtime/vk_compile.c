@@ -18,7 +18,8 @@
  * decode step replay it unchanged. Push constants carry each dispatch's static parameters.
  *
  * The rows' buffer: a header of ROWS_HEADER_WORDS words {n_past, n_tokens, ring fill, page shift,
- * page columns C, static rows R, 0, 0}, then pos[R], seq[R] and pages[R][C]. It is sized for the
+ * page columns C, static rows R, table rows used, 0}, then pos[R], seq[R] and pages[R][C]; a
+ * program with recurrent state adds the state table (load_state_table). It is sized for the
  * worst run: R rows of R distinct sequences, C = ceil(T / page_size) for the largest KV_CACHE T
  * (positions are below T, so no row reads a later column). load_rows numbers a run's sequences
  * 0.. in order of first use and copies only their tables; rows == NULL is the identity form
@@ -65,6 +66,10 @@ vk_range vk_node_range(const rlx_program *p, rlx_node n) {
     }
     case VK_STORE_KV: { /* the whole pool: rows are where the page tables put them */
         const rlx_vk_alloc *a = v->info.attrs.kv_is_v ? &s->v_cache[v->info.attrs.layer] : &s->k_cache[v->info.attrs.layer];
+        return (vk_range){a->buffer, a->offset, a->size};
+    }
+    case VK_STORE_STATE: { /* every slot: the kernels add the slot's and the part's offsets */
+        const rlx_vk_alloc *a = &s->state[v->info.attrs.layer];
         return (vk_range){a->buffer, a->offset, a->size};
     }
     default: return (vk_range){0};
@@ -209,6 +214,9 @@ static rlx_status bind_cache(rlx_program *p, rlx_node i) {
     const rlx_attrs *a = &n->info.attrs;
     const rlx_shape *sh = &n->info.shape;
     int32_t dh = a->kv_is_v ? kv->head_dim_v : kv->head_dim;
+    if (vk_layer_recurrent(p->s, a->layer))
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d KV_CACHE of layer %d: the session keeps recurrent "
+                          "state for that layer, no KV pool", i, a->layer);
     /* T is a sequence's logical capacity, not the pool's: a run's positions are checked against
      * both (check_run_args) */
     if (a->layer >= kv->n_layer || sh->dim[0] > INT32_MAX || sh->dim[1] != kv->n_head_kv || sh->dim[2] != dh)
@@ -219,6 +227,22 @@ static rlx_status bind_cache(rlx_program *p, rlx_node i) {
                           INT32_MAX, kv->n_head_kv, dh);
     n->store = VK_STORE_KV;
     if (sh->dim[0] > p->kv_rows) p->kv_rows = sh->dim[0];
+    return NULL;
+}
+
+/* A STATE node: one part of a recurrent layer's state per slot, within the layer's state_floats. */
+static rlx_status bind_state(rlx_program *p, rlx_node i) {
+    vk_node *n = &p->nodes[i];
+    const rlx_session *s = p->s;
+    const rlx_attrs *a = &n->info.attrs;
+    bool recurrent = vk_layer_recurrent(s, a->layer);
+    if (!recurrent || a->state_offset > s->kv.state_floats - n->numel)
+        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d STATE layer %d floats [%" PRId64 ", +%" PRId64
+                          ") is not within a recurrent layer's state of the session (%d layers, %lld floats per slot%s)",
+                          i, a->layer, a->state_offset, n->numel, s->kv.n_layer, (long long)s->kv.state_floats,
+                          a->layer < s->kv.n_layer && !recurrent ? "; this layer is not recurrent" : "");
+    n->store = VK_STORE_STATE;
+    p->has_state = true;
     return NULL;
 }
 
@@ -247,6 +271,7 @@ static rlx_status copy_graph(rlx_program *p, const rlx_graph *g) {
         case RLX_OP_INPUT: n->store = VK_STORE_INPUT; break;
         case RLX_OP_WEIGHT: RLX_TRY(bind_weight(p, i)); break;
         case RLX_OP_KV_CACHE: RLX_TRY(bind_cache(p, i)); break;
+        case RLX_OP_STATE: RLX_TRY(bind_state(p, i)); break;
         case RLX_OP_KV_WRITE: p->writes_kv = true; /* fall through */
         case RLX_OP_RESHAPE: n->store = VK_STORE_ALIAS; break;
         default: n->store = VK_STORE_ARENA; break;
@@ -294,8 +319,11 @@ static void analyse(rlx_program *p) {
         n->warm = RLX_NO_NODE;
     }
     for (int32_t o = 0; o < p->n_outputs; o++) p->nodes[p->outputs[o]].live = p->nodes[p->outputs[o]].is_output = true;
-    for (rlx_node i = 0; i < p->n_nodes; i++)
-        if (p->nodes[i].info.op == RLX_OP_KV_WRITE) p->nodes[i].live = true;
+    /* side effects: the cache, the recurrent state */
+    for (rlx_node i = 0; i < p->n_nodes; i++) {
+        rlx_op op = p->nodes[i].info.op;
+        if (op == RLX_OP_KV_WRITE || op == RLX_OP_CAUSAL_CONV || op == RLX_OP_DELTA_RULE) p->nodes[i].live = true;
+    }
     for (rlx_node i = p->n_nodes - 1; i >= 0; i--) {
         vk_node *n = &p->nodes[i];
         if (!n->live) continue;
@@ -439,7 +467,9 @@ static rlx_status plan_rows(rlx_program *p) {
     while ((1u << p->page_shift) < ps) p->page_shift++;
     p->page_cols = (uint32_t)((p->kv_rows + ps - 1) / ps);
     uint64_t words;
-    if (__builtin_mul_overflow((uint64_t)p->static_rows, (uint64_t)p->page_cols + 2, &words) ||
+    /* pos, seq, the page table; with state also slot, first, count and order (shaders/common.glsl) */
+    uint64_t per_row = (uint64_t)p->page_cols + (p->has_state ? 6u : 2u);
+    if (__builtin_mul_overflow((uint64_t)p->static_rows, per_row, &words) ||
         words + ROWS_HEADER_WORDS > p->b->dev->max_binding / 4)
         return rlx_errorf(RLX_ERR_UNSUPPORTED,
                           "compile: page tables of %" PRId64 " rows x %u pages (capacity %" PRId64
@@ -964,6 +994,7 @@ static rlx_status check_run_args(const rlx_program *p, const rlx_run_args *a) {
     RLX_TRY(rlx_backend_check_run_args(a, p->static_rows, p->n_inputs, p->n_outputs));
     rlx_rows_bounds bounds = {p->kv_rows, p->s->kv.page_size, p->s->kv.n_pages, p->writes_kv};
     RLX_TRY(rlx_backend_check_rows(a, &bounds));
+    if (p->has_state) RLX_TRY(rlx_backend_check_state_rows(a, p->s->kv.n_state_slots));
     for (size_t c = 0; c < p->n_checks; c++) {
         const vk_check *k = &p->checks[c];
         if (p->nodes[k->node].info.op == RLX_OP_KV_WRITE) {
@@ -1016,6 +1047,32 @@ static rlx_status map_seqs(rlx_program *p, const rlx_run_rows *r) {
     return NULL;
 }
 
+/* The state table after the page table (shaders/common.glsl rlx_seq_*): for each of the run's
+ * `used` device table rows its slot, where its rows start in order[] and how many it has; order
+ * lists the valid rows grouped by table row, each group in row order (the order CAUSAL_CONV and
+ * DELTA_RULE visit them). */
+static void load_state_table(const rlx_program *p, const rlx_run_args *a, uint32_t used) {
+    uint32_t R = (uint32_t)p->static_rows;
+    uint32_t *w = p->in_host.mapped, *seq = w + ROWS_HEADER_WORDS + R;
+    uint32_t *slot = w + ROWS_HEADER_WORDS + 2 * R + R * p->page_cols, *first = slot + R, *count = first + R,
+             *order = count + R;
+    memset(count, 0, used * sizeof *count);
+    for (int32_t i = 0; i < a->n_tokens; i++) count[seq[i]]++;
+    for (uint32_t u = 0, at = 0; u < used; u++) {
+        first[u] = at;
+        at += count[u];
+        count[u] = 0; /* refilled below as the rows are placed */
+    }
+    for (int32_t i = 0; i < a->n_tokens; i++) order[first[seq[i]] + count[seq[i]]++] = (uint32_t)i;
+    const rlx_run_rows *r = a->rows;
+    if (!r) {
+        slot[0] = 0;
+        return;
+    }
+    for (int32_t s = 0; s < r->n_seqs; s++)
+        if (p->seq_map[s] >= 0) slot[p->seq_map[s]] = (uint32_t)(r->slots ? r->slots[s] : s);
+}
+
 /* The rows' buffer (the file's top comment) from args (checked). */
 static rlx_status load_rows(rlx_program *p, const rlx_run_args *a) {
     uint32_t *w = p->in_host.mapped, R = (uint32_t)p->static_rows, cols = p->page_cols;
@@ -1030,6 +1087,8 @@ static rlx_status load_rows(rlx_program *p, const rlx_run_args *a) {
             seq[i] = 0;
         }
         for (uint32_t k = 0; k < cols; k++) pages[k] = k;
+        w[6] = 1;
+        if (p->has_state) load_state_table(p, a, 1);
         return NULL;
     }
     RLX_TRY(map_seqs(p, r));
@@ -1045,6 +1104,8 @@ static rlx_status load_rows(rlx_program *p, const rlx_run_args *a) {
         seq[i] = (uint32_t)p->seq_map[s];
     }
     for (uint32_t i = (uint32_t)a->n_tokens; i < R; i++) pos[i] = seq[i] = 0; /* padding: never written */
+    w[6] = used;
+    if (p->has_state) load_state_table(p, a, used);
     return NULL;
 }
 

@@ -57,9 +57,26 @@ struct rlx_session {
     vk_weight *weights;           /* owned, n_weights, sorted by name */
     size_t n_weights;
     rlx_state_spec kv;            /* head_dim_v resolved; layer_kind NULL (borrowed at create only) */
-    rlx_vk_alloc *k_cache;        /* owned, kv.n_layer each (device heap) */
+    rlx_vk_alloc *k_cache;        /* owned, kv.n_layer each (device heap); empty for a recurrent layer */
     rlx_vk_alloc *v_cache;
+    uint8_t *layer_kind;          /* owned, kv.n_layer: rlx_state_kind per layer; NULL: every layer KV */
+    rlx_vk_alloc *state;          /* owned, kv.n_layer: a recurrent layer's n_state_slots x state_floats F32
+                                     (runtime/vk_state.c); empty for other layers; NULL without layer_kind */
 };
+
+/* ---- vk_state.c: the recurrent state ---- */
+
+/* Whether layer is a recurrent layer of s (it has a state buffer and no KV pool). */
+bool vk_layer_recurrent(const rlx_session *s, int32_t layer);
+/* Recurrent layers in kv. */
+int32_t vk_state_layers(const rlx_state_spec *kv);
+/* Bytes of one recurrent layer's state (0 when none is), refused when it exceeds one binding. */
+rlx_status vk_state_layer_bytes(const rlx_vk_backend *b, const rlx_state_spec *kv, uint64_t *out);
+/* Allocates and zeroes each recurrent layer's state through u; keeps a copy of the layer kinds. */
+rlx_status vk_state_alloc(rlx_session *s, rlx_vk_uploader *u, const rlx_state_spec *kv);
+void vk_state_free(rlx_session *s);
+/* rlx_backend_ops.copy_state. */
+rlx_status vk_copy_state(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n);
 
 /* Bytes of one K/V element in the session's pools: F16 or F32 (kv.kv_dtype). */
 static inline uint32_t vk_kv_elem_bytes(const rlx_session *s) { return s->kv.kv_dtype == RLX_DTYPE_F16 ? 2u : 4u; }
@@ -71,6 +88,7 @@ typedef enum {
     VK_STORE_INPUT,  /* the program's device input region */
     VK_STORE_WEIGHT, /* the session's weight */
     VK_STORE_KV,     /* the session's KV cache of (layer, K|V) */
+    VK_STORE_STATE,  /* the session's recurrent state of a layer (every slot; kernels add slot and offset) */
     VK_STORE_ALIAS,  /* the storage of in[0] (RESHAPE, KV_WRITE) */
 } vk_store;
 
@@ -173,6 +191,7 @@ struct rlx_program {
     uint32_t page_shift;          /* log2 of the session's page size */
     uint32_t page_cols;           /* page table columns: ceil(kv_rows / page_size) */
     VkDeviceSize scalars_bytes;   /* the header, pos[R], seq[R] and R rows of the page table */
+    bool has_state;               /* it has a STATE node: the rows' buffer ends with the state table */
     int32_t *seq_map;             /* owned, seq_map_cap: a run's table row -> its row in the device table */
     int32_t seq_map_cap;
 

@@ -23,7 +23,8 @@ layout(set = 0, binding = 0) readonly buffer RlxScalars {
     uint page_shift;  // log2(page_size)
     uint page_cols;   // columns of the page table
     uint static_rows; // R: rows of pos and seq
-    uint pad0, pad1;
+    uint n_seqs;      // table rows this run uses
+    uint pad1;
     uint table[];     // pos[R], seq[R], pages[][page_cols]
 } rlx;
 
@@ -45,6 +46,20 @@ uint rlx_page_row(uint pages, uint j) {
 
 // Pool row of position j of row r's sequence.
 uint rlx_kv_row(uint r, uint j) { return rlx_page_row(rlx_pages_of(r), j); }
+
+// The state table of a program with recurrent state (ir/ops.def; runtime/vk_compile.c
+// load_state_table), after the page table: slot[R], first[R], count[R] of each table row in use
+// (n_seqs of them), then order[R], the valid rows grouped by table row, each group in row order.
+uint rlx_state_table() { return 2u * rlx.static_rows + rlx.static_rows * rlx.page_cols; }
+uint rlx_seq_slot(uint s) { return rlx.table[rlx_state_table() + s]; }
+uint rlx_seq_count(uint s) { return rlx.table[rlx_state_table() + 2u * rlx.static_rows + s]; }
+// Row t (in row order) of table row s.
+uint rlx_seq_row(uint s, uint t) {
+    uint base = rlx_state_table();
+    return rlx.table[base + 3u * rlx.static_rows + rlx.table[base + rlx.static_rows + s] + t];
+}
+// Whether table row s starts afresh in this run: its first row is position 0 (its state is zero).
+bool rlx_seq_fresh(uint s) { return rlx_pos(rlx_seq_row(s, 0u)) == 0u; }
 
 // Status words: [0] first error code (0 = none), [1] node index, [2] offending value.
 layout(set = 0, binding = 1) buffer RlxStatus {
