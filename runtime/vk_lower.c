@@ -16,7 +16,7 @@
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
 /* shaders/ew.comp OP, shaders/moe_mv.comp MODE */
-enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL };
+enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL, EW_SIGMOID };
 enum { MOE_GATE, MOE_UP, MOE_DOWN };
 
 static uint64_t stride_groups(uint64_t n, uint32_t wg) {
@@ -198,6 +198,8 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
         if (n->post != RLX_NO_NODE) RLX_TRY(vk_const_reserve(p, vk_post_sync_bytes(p, i), &n->const_offset));
         return in(p, i, 1)->store == VK_STORE_WEIGHT ? check_type(p, i, in(p, i, 1), "weight") : NULL;
     case RLX_OP_LAST_ROW: return add_check(p, i, in(p, i, 0)->info.shape.dim[0], 0);
+    case RLX_OP_CAUSAL_CONV:
+    case RLX_OP_DELTA_RULE: return vk_prepare_recurrent(p, i);
     default: return NULL;
     }
 }
@@ -213,16 +215,14 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 #define lower_WEIGHT lower_none
 #define lower_KV_CACHE lower_none
 #define lower_RESHAPE lower_none
-/* Ops the CPU reference has and this backend not yet (their kernels are a later step): refused at
- * compile by name (vk_check_ops), before anything is planned. */
-#define lower_STATE NULL
-#define lower_CAUSAL_CONV NULL
-#define lower_DELTA_RULE NULL
-#define lower_DELTA_GATE NULL
-#define lower_L2_NORM NULL
-#define lower_SIGMOID NULL
-#define lower_SLICE NULL
-#define lower_SCALE_ROWS NULL
+#define lower_STATE lower_none /* the session's state buffer (vk_compile.c bind_state) */
+/* the Gated DeltaNet ops: vk_lower_recurrent.c */
+#define lower_CAUSAL_CONV vk_lower_CAUSAL_CONV
+#define lower_DELTA_RULE vk_lower_DELTA_RULE
+#define lower_DELTA_GATE vk_lower_DELTA_GATE
+#define lower_L2_NORM vk_lower_L2_NORM
+#define lower_SLICE vk_lower_SLICE
+#define lower_SCALE_ROWS vk_lower_SCALE_ROWS
 
 static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *ids = in(p, i, 1);
@@ -936,6 +936,10 @@ static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_SILU(rlx_program *p, rlx_node i) {
     return absorbed(p, i) ? NULL : elementwise(p, i, EW_SILU, in0(p, i), RLX_NO_NODE, 1.0f);
+}
+
+static rlx_status lower_SIGMOID(rlx_program *p, rlx_node i) {
+    return elementwise(p, i, EW_SIGMOID, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
 static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {

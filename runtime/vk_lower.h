@@ -10,4 +10,15 @@ static inline rlx_node vk_rope_norm(const rlx_program *p, rlx_node r) {
     return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
 }
 
+/* ---- vk_lower_recurrent.c: the Gated DeltaNet ops ---- */
+
+/* Refuses what the kernels cannot run (a conv of too many taps, a key head too large). */
+rlx_status vk_prepare_recurrent(rlx_program *p, rlx_node i);
+rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i);
+rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i);
+rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i);
+rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i);
+rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i);
+rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i);
+
 #endif

@@ -409,3 +409,57 @@ uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at) {
     bool argmax = node(p, node(p, at)->post)->info.op == RLX_OP_ARGMAX;
     return (RLX_SYNC_LISTS + (argmax ? teams4 + 2 * g4 + 2 * teams4 : g4)) * 4;
 }
+
+/* ---- DELTA_RULE ---- */
+
+static uint32_t pow2_at_least(uint64_t x) {
+    uint32_t v = 1;
+    while (v < x && v < (1u << 30)) v <<= 1;
+    return v;
+}
+
+/* Shared bytes of delta_chunk.comp: S [dk, cw], M [L, L], U [L, cw], four arrays of L. */
+static uint64_t delta_chunk_shared(uint64_t dk, uint64_t cw, uint64_t l) { return 4 * (dk * cw + l * l + l * cw + 4 * l); }
+
+/* Decode (a few rows per sequence, or chunk 1) takes the step kernel: the state stays in registers
+ * and each row costs three barriers. Prefill takes the chunked form: the intra-chunk products are
+ * parallel and the state is touched once per chunk. Either way a workgroup owns a block of state
+ * columns of one head, so the state is read and written once per run. */
+bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, const char **why) {
+    const vk_node *n = node(p, i), *q = in(p, i, 0);
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], dk = (uint64_t)q->info.shape.dim[2];
+    uint64_t dv = (uint64_t)n->info.shape.dim[2];
+    int32_t chunk = n->info.attrs.chunk ? n->info.attrs.chunk : 64;
+    *out = (vk_delta_plan){0};
+    out->chunked = chunk > 1 && !p->rows_apart && rows >= 16;
+    uint32_t cw = pow2_at_least(dv < 32 ? dv : 32);
+    if (!out->chunked) {
+        uint32_t rg = 8;
+        while (rg < 64 && ceil_div(dk, rg) > 16) rg *= 2;
+        while (cw > 1 && cw * rg > c->max_wg_invocations) cw /= 2;
+        if (cw * rg > c->max_wg_invocations || ceil_div(dk, rg) > 16) {
+            *why = "a key head too large for the step kernel's registers";
+            return false;
+        }
+        out->wg = cw * rg;
+        out->cw = cw;
+        out->nr = (uint32_t)ceil_div(dk, rg);
+        out->seq_groups = (uint32_t)rows;
+    } else {
+        uint32_t l = chunk < 64 ? (uint32_t)chunk : 64;
+        while (cw > 1 && delta_chunk_shared(dk, cw, l) > c->max_shared) cw /= 2;
+        while (l > 8 && delta_chunk_shared(dk, cw, l) > c->max_shared) l /= 2;
+        if (delta_chunk_shared(dk, cw, l) > c->max_shared) {
+            *why = "a key head too large for the chunk kernel's shared memory";
+            return false;
+        }
+        out->wg = p->b->wg_row;
+        out->cw = cw;
+        out->chunk = l;
+        /* a prefill program's rows are mostly one sequence's: few groups stride over the table */
+        out->seq_groups = (uint32_t)(rows < 16 ? rows : 16);
+    }
+    out->col_blocks = (uint32_t)ceil_div(dv, out->cw);
+    return true;
+}

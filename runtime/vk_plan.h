@@ -135,4 +135,18 @@ uint64_t vk_attention_prefill_rows(uint32_t d);
 /* The plan of ATTENTION i on attention_prefill.comp, or false for attention.comp. */
 bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan *out);
 
+/* ---- the Gated DeltaNet delta rule: shaders/delta_step.comp, delta_chunk.comp ---- */
+
+typedef struct vk_delta_plan {
+    bool chunked;      /* delta_chunk.comp (prefill) rather than delta_step.comp (decode) */
+    uint32_t wg;       /* workgroup size */
+    uint32_t cw;       /* state columns per workgroup */
+    uint32_t nr;       /* delta_step: state rows per invocation */
+    uint32_t chunk;    /* delta_chunk: rows per chunk */
+    uint32_t col_blocks, seq_groups;
+} vk_delta_plan;
+
+/* The plan of DELTA_RULE node i; false (with *why) when no plan fits the device (a head too large). */
+bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, const char **why);
+
 #endif

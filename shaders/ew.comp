@@ -1,6 +1,6 @@
 #version 450
 // Elementwise ops over n floats: out = f(a, b). OP picks f (ir/ops.def semantics; the fused gated
-// forms are silu(a) * b and gelu_tanh(a) * b).
+// forms are silu(a) * b and gelu_tanh(a) * b; SIGMOID 1 / (1 + e^-a)).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -12,6 +12,7 @@ layout(constant_id = 1) const uint OP = 0;
 #define OP_GELU_TANH 4u
 #define OP_SILU_MUL 5u
 #define OP_GELU_MUL 6u
+#define OP_SIGMOID 7u
 
 layout(set = 1, binding = 0) readonly buffer A { float a[]; };
 layout(set = 1, binding = 1) readonly buffer B { float b[]; };
@@ -39,6 +40,7 @@ void main() {
         case OP_GELU_TANH: y = gelu_tanh(x); break;
         case OP_SILU_MUL: y = silu(x) * b[i]; break;
         case OP_GELU_MUL: y = gelu_tanh(x) * b[i]; break;
+        case OP_SIGMOID: y = 1.0 / (1.0 + exp(-x)); break;
         default: y = x; break;
         }
         o[i] = y;

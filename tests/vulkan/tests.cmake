@@ -33,6 +33,8 @@ if(RLX_VULKAN)
 
   rlx_add_vk_test(test_vk_device)
   rlx_add_vk_test(test_vk_ops)
+  # the Gated DeltaNet ops' recurrent state (sequences, slots, restarts, chunks, copy_state)
+  rlx_add_vk_test(test_vk_recurrent)
   # The plans made for a GPU (more rows and threads per matvec group, one unit a trip for long
   # rows, the K-quants' trips, the warming, few-row prefill on matvec.comp), which lavapipe would
   # otherwise never take, checked against the CPU like the device's own

@@ -1,0 +1,150 @@
+/* The lowerings of the Gated DeltaNet ops (ir/ops.def): CAUSAL_CONV (shaders/causal_conv.comp),
+ * DELTA_RULE (shaders/delta_step.comp for decode, delta_chunk.comp for prefill, as
+ * vk_delta_plan_make chooses), DELTA_GATE, SLICE and SCALE_ROWS (shaders/recurrent_ew.comp),
+ * L2_NORM (shaders/l2_norm.comp). STATE has no dispatch: it names the session's state buffer of
+ * its layer (vk_compile.c bind_state), which the two recurrent kernels read and write in place at
+ * the slot of each table row (shaders/common.glsl rlx_seq_slot). vk_lower.c's table points here. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "runtime/vk_lower.h"
+
+#define CONV_MAX_TAPS 16         /* shaders/causal_conv.comp MAX_TAPS */
+#define CONV_MAX_SEQ_GROUPS 64   /* workgroups across the table rows; each strides over the rest */
+#define MAX_STRIDE_GROUPS 8192   /* grid-stride kernels: enough groups to fill any device */
+
+enum { REW_DELTA_GATE, REW_SLICE, REW_SCALE_ROWS }; /* shaders/recurrent_ew.comp OP */
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* The floats of a STATE node's offset and of a slot, as the kernels' 32-bit words (the state of a
+ * layer fits one binding: vk_state_layer_bytes). */
+static void state_words(const rlx_program *p, rlx_node st, uint32_t *offset, uint32_t *floats) {
+    *offset = (uint32_t)node(p, st)->info.attrs.state_offset;
+    *floats = (uint32_t)p->s->kv.state_floats;
+}
+
+rlx_status vk_prepare_recurrent(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    if (n->info.op == RLX_OP_CAUSAL_CONV && in(p, i, 1)->info.shape.dim[1] > CONV_MAX_TAPS)
+        return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d CAUSAL_CONV: %" PRId64 " taps, at most %d supported", i,
+                          in(p, i, 1)->info.shape.dim[1], CONV_MAX_TAPS);
+    if (n->info.op == RLX_OP_DELTA_RULE) {
+        vk_delta_plan plan;
+        const char *why = "";
+        if (!vk_delta_plan_make(p, i, &plan, &why))
+            return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d DELTA_RULE: key heads of %" PRId64 " on %s: %s", i,
+                              in(p, i, 0)->info.shape.dim[2], p->b->dev->caps->name, why);
+    }
+    return NULL;
+}
+
+rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], c = (uint64_t)n->info.shape.dim[1];
+    uint64_t k = (uint64_t)in(p, i, 1)->info.shape.dim[1];
+    vk_range bind[4];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(causal_conv, X)]));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(causal_conv, W)]));
+    bind[RLX_VK_BIND(causal_conv, STATE)] = vk_node_range(p, n->info.in[2]);
+    bind[RLX_VK_BIND(causal_conv, OUT)] = vk_node_range(p, i);
+    uint32_t off, floats, wg = p->b->wg;
+    state_words(p, n->info.in[2], &off, &floats);
+    uint64_t chan_groups = ceil_div(c, wg), seq_groups = rows < CONV_MAX_SEQ_GROUPS ? rows : CONV_MAX_SEQ_GROUPS;
+    uint32_t spec[1] = {wg};
+    uint32_t push[7] = {(uint32_t)rows, (uint32_t)c, (uint32_t)k, off, floats, (uint32_t)chan_groups,
+                        (uint32_t)seq_groups};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4,
+                   RLX_VK_BIT(causal_conv, X) | RLX_VK_BIT(causal_conv, W) | RLX_VK_BIT(causal_conv, STATE),
+                   RLX_VK_BIT(causal_conv, STATE) | RLX_VK_BIT(causal_conv, OUT), push, sizeof push,
+                   chan_groups * seq_groups);
+}
+
+/* The two kernels take the same bindings and push constants. */
+_Static_assert(RLX_VK_BIND(delta_step, Q) == RLX_VK_BIND(delta_chunk, Q) &&
+                   RLX_VK_BIND(delta_step, STATE) == RLX_VK_BIND(delta_chunk, STATE) &&
+                   RLX_VK_BIND(delta_step, OUT) == RLX_VK_BIND(delta_chunk, OUT) &&
+                   RLX_VK_BIND(delta_step, BETA) == RLX_VK_BIND(delta_chunk, BETA),
+               "shaders/kernels.def: delta_step and delta_chunk bindings differ");
+
+rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i), *q = in(p, i, 0);
+    vk_delta_plan plan;
+    const char *why = "";
+    if (!vk_delta_plan_make(p, i, &plan, &why))
+        return rlx_errorf(RLX_ERR_INTERNAL, "compile: %%%d DELTA_RULE: no plan (%s) after preparation", i, why);
+    vk_range bind[7];
+    for (int k = 0; k < 5; k++) RLX_TRY(vk_f32_range(p, n->info.in[k], &bind[k]));
+    bind[RLX_VK_BIND(delta_step, STATE)] = vk_node_range(p, n->info.in[5]);
+    bind[RLX_VK_BIND(delta_step, OUT)] = vk_node_range(p, i);
+    uint32_t off, floats;
+    state_words(p, n->info.in[5], &off, &floats);
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], hv = (uint64_t)n->info.shape.dim[1];
+    uint32_t push[9] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv, (uint32_t)q->info.shape.dim[2],
+                        (uint32_t)n->info.shape.dim[2], off, floats, plan.col_blocks, plan.seq_groups};
+    uint32_t reads = RLX_VK_BIT(delta_step, Q) | RLX_VK_BIT(delta_step, K) | RLX_VK_BIT(delta_step, V) |
+                     RLX_VK_BIT(delta_step, G) | RLX_VK_BIT(delta_step, BETA) | RLX_VK_BIT(delta_step, STATE);
+    uint32_t writes = RLX_VK_BIT(delta_step, STATE) | RLX_VK_BIT(delta_step, OUT);
+    uint64_t groups = (uint64_t)plan.seq_groups * hv * plan.col_blocks;
+    if (plan.chunked) {
+        uint32_t spec[4] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan.cw,
+                            [RLX_VK_SPEC(delta_chunk, L)] = plan.chunk,
+                            [RLX_VK_SPEC(delta_chunk, DK)] = (uint32_t)q->info.shape.dim[2]};
+        return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, bind, 7, reads, writes, push, sizeof push,
+                       groups);
+    }
+    uint32_t spec[3] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_step, CW)] = plan.cw,
+                        [RLX_VK_SPEC(delta_step, NR)] = plan.nr};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_step, spec, bind, 7, reads, writes, push, sizeof push, groups);
+}
+
+/* One recurrent_ew.comp dispatch over node i's elements; a and c are RLX_NO_NODE when unused. */
+static rlx_status recurrent_ew(rlx_program *p, rlx_node i, uint32_t op, rlx_node a, rlx_node c, uint32_t in_cols,
+                               uint32_t begin) {
+    const vk_node *n = node(p, i);
+    vk_range bind[4];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(recurrent_ew, X)]));
+    bind[RLX_VK_BIND(recurrent_ew, A)] = bind[RLX_VK_BIND(recurrent_ew, X)];
+    bind[RLX_VK_BIND(recurrent_ew, C)] = bind[RLX_VK_BIND(recurrent_ew, X)];
+    if (a != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, a, &bind[RLX_VK_BIND(recurrent_ew, A)]));
+    if (c != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, c, &bind[RLX_VK_BIND(recurrent_ew, C)]));
+    bind[RLX_VK_BIND(recurrent_ew, OUT)] = vk_node_range(p, i);
+    uint32_t reads = RLX_VK_BIT(recurrent_ew, X) | (a != RLX_NO_NODE ? RLX_VK_BIT(recurrent_ew, A) : 0u) |
+                     (c != RLX_NO_NODE ? RLX_VK_BIT(recurrent_ew, C) : 0u);
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(recurrent_ew, OP)] = op};
+    uint32_t push[5] = {(uint32_t)n->numel, (uint32_t)last_dim(n), in_cols, begin, n->tok};
+    uint64_t groups = ceil_div((uint64_t)n->numel, p->b->wg);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_recurrent_ew, spec, bind, 4, reads, RLX_VK_BIT(recurrent_ew, OUT), push,
+                   sizeof push, groups < MAX_STRIDE_GROUPS ? groups : MAX_STRIDE_GROUPS);
+}
+
+rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i) {
+    return recurrent_ew(p, i, REW_DELTA_GATE, node(p, i)->info.in[1], node(p, i)->info.in[2], 0, 0);
+}
+
+rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    return recurrent_ew(p, i, REW_SLICE, RLX_NO_NODE, RLX_NO_NODE, (uint32_t)last_dim(in(p, i, 0)),
+                        (uint32_t)n->info.attrs.slice_begin);
+}
+
+rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i) {
+    return recurrent_ew(p, i, REW_SCALE_ROWS, node(p, i)->info.in[1], RLX_NO_NODE, 0, 0);
+}
+
+rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i) {
+    const vk_node *n = node(p, i);
+    uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
+    vk_range bind[2];
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(l2_norm, X)]));
+    bind[RLX_VK_BIND(l2_norm, OUT)] = vk_node_range(p, i);
+    uint32_t spec[1] = {cols <= 1024 ? p->b->wg : p->b->wg_row};
+    uint32_t push[4] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps),
+                        n->tok ? (uint32_t)(n->tok / cols) : 0u};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_l2_norm, spec, bind, 2, RLX_VK_BIT(l2_norm, X), RLX_VK_BIT(l2_norm, OUT),
+                   push, sizeof push, rows);
+}
