@@ -99,6 +99,21 @@ if(RLX_VULKAN)
   # also holds Q6_K): on lavapipe the full set costs two thirds of CI's time. Every weight type
   # of every kernel is also checked op by op in test_vk_ops, whatever the option.
   option(RLX_VK_FULL_PARITY "Vulkan family parity over every fixture type (slow on lavapipe)" OFF)
+  # the hybrid families end to end through test_qwen35_graph's graphs: F32/F16 against the float64
+  # references, Q8_0/Q4_K_M against the CPU on the same file (3e-2), prefill chunks, greedy chains
+  # (a float and a quantized file each; RLX_VK_FULL_PARITY: all four of each family)
+  if(RLX_VK_FULL_PARITY)
+    set(RLX_Q35_FILES "F32;F16;Q8_0;Q4_K_M")
+    set(RLX_Q35MOE_FILES "F32;F16;Q8_0;Q4_K_M")
+  else()
+    set(RLX_Q35_FILES "F16;Q4_K_M")
+    set(RLX_Q35MOE_FILES "F32;Q8_0")
+  endif()
+  rlx_add_vk_test(test_vk_qwen35 ARGS qwen35 ${RLX_Q35_FILES})
+  set_property(TEST test_vk_qwen35 APPEND PROPERTY LABELS parity)
+  add_test(NAME test_vk_qwen35moe COMMAND test_vk_qwen35 qwen35moe ${RLX_Q35MOE_FILES})
+  set_tests_properties(test_vk_qwen35moe PROPERTIES LABELS "vulkan;parity" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_SOURCE_DIR=${CMAKE_SOURCE_DIR};${RLX_VK_TEST_ENV}")
   if(RLX_VK_FULL_PARITY)
     foreach(fam llama32 gemma3 qwen3moe)
       rlx_add_vk_run(vk_family_parity_${fam} test_family_parity ${fam})
