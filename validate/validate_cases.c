@@ -390,35 +390,53 @@ static void cases_MOE_FFN(vl_sweep *sw) {
     }
 }
 
-/* ---- the Gated DeltaNet ops: the CPU reference has them, the device not yet (vl_case_not_yet) ---- */
+/* ---- the Gated DeltaNet ops ---- */
 
-/* A session without recurrent layers: the device refuses those at session_create, before the
- * graph whose ops the case reports. */
-static rlx_node state_part(vl_case *c, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
-    return rlx_state(c->g, 0, 0, vl_shape(rank, d0, d1, d2));
+static const uint8_t g_recurrent[1] = {RLX_STATE_RECURRENT};
+
+/* c's session: one recurrent layer of one slot; its runs: the case's rows from position 0, `more`
+ * rows continuing the sequence (the state carried over), then the first rows again from position
+ * 0 (a restart over the used slot). */
+static void recurrent_case(vl_case *c, int64_t floats, int32_t rows, int32_t more) {
+    c->kv = (rlx_state_spec){.n_layer = 1, .page_size = 1, .n_pages = 1, .n_head_kv = 1, .head_dim = 4,
+                             .layer_kind = g_recurrent, .n_state_slots = 1, .state_floats = floats};
+    c->steps[1][0] = rows;
+    c->steps[1][1] = more;
+    c->steps[2][0] = 0;
+    c->steps[2][1] = rows;
+    c->n_steps = 3;
 }
 
 static void conv_case(vl_sweep *sw, const char *what) {
     vl_case c;
     vl_case_begin(sw, &c, -1, 3);
+    recurrent_case(&c, 2 + 3 * 37, 3, 2);
     rlx_node x = vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), w = vl_input_f32(&c, vl_shape(2, 37, 4, 0), 1.0f);
-    vl_output(&c, rlx_causal_conv(c.g, x, w, state_part(&c, 2, 3, 37, 0)), "y");
-    snprintf(c.shape, sizeof c.shape, "%s", what);
-    vl_case_not_yet(&c);
+    vl_output(&c, rlx_causal_conv(c.g, x, w, rlx_state(c.g, 0, 2, vl_shape(2, 3, 37, 0))), "y");
+    snprintf(c.shape, sizeof c.shape, "%s; 3 rows, +2, restart", what);
+    vl_case_finish(&c);
 }
 
 static void cases_STATE(vl_sweep *sw) { conv_case(sw, "a conv's state [3,37]"); }
 static void cases_CAUSAL_CONV(vl_sweep *sw) { conv_case(sw, "x [3,37] K 4"); }
 
+/* Few rows take the device's step (decode) kernel, many its chunked (prefill) kernel. */
 static void cases_DELTA_RULE(vl_sweep *sw) {
-    vl_case c;
-    vl_case_begin(sw, &c, -1, 3);
-    rlx_node q = vl_input_f32(&c, vl_shape(3, 3, 2, 16), 0.25f), k = vl_input_f32(&c, vl_shape(3, 3, 2, 16), 0.25f);
-    rlx_node v = vl_input_f32(&c, vl_shape(3, 3, 4, 8), 1.0f), g = vl_input_f32(&c, vl_shape(2, 3, 4, 0), 0.5f);
-    rlx_node b = vl_input_f32(&c, vl_shape(2, 3, 4, 0), 0.5f);
-    vl_output(&c, rlx_delta_rule(c.g, q, k, v, g, b, state_part(&c, 3, 4, 16, 8), 0), "o");
-    snprintf(c.shape, sizeof c.shape, "Hk 2 Hv 4 dk 16 dv 8");
-    vl_case_not_yet(&c);
+    static const int32_t rows[2] = {3, 20}, more[2] = {2, 7}, chunk[2] = {0, 8};
+    for (int k = 0; k < 2; k++) {
+        vl_case c;
+        vl_case_begin(sw, &c, -1, rows[k]);
+        recurrent_case(&c, 4 * 16 * 8, rows[k], more[k]);
+        int64_t n = rows[k];
+        rlx_node q = vl_input_f32(&c, vl_shape(3, n, 2, 16), 0.25f), kk = vl_input_f32(&c, vl_shape(3, n, 2, 16), 0.25f);
+        rlx_node v = vl_input_f32(&c, vl_shape(3, n, 4, 8), 1.0f), g = vl_input_f32(&c, vl_shape(2, n, 4, 0), 0.5f);
+        rlx_node b = vl_input_f32(&c, vl_shape(2, n, 4, 0), 0.5f);
+        rlx_node st = rlx_state(c.g, 0, 0, vl_shape(3, 4, 16, 8));
+        vl_output(&c, rlx_delta_rule(c.g, q, kk, v, g, b, st, chunk[k]), "o");
+        snprintf(c.shape, sizeof c.shape, "Hk 2 Hv 4 dk 16 dv 8, %d rows, +%d, restart%s", rows[k], more[k],
+                 chunk[k] ? ", chunks of 8" : "");
+        vl_case_finish(&c);
+    }
 }
 
 static void cases_DELTA_GATE(vl_sweep *sw) {
@@ -427,7 +445,7 @@ static void cases_DELTA_GATE(vl_sweep *sw) {
     rlx_node a = vl_input_f32(&c, vl_shape(2, 3, 5, 0), 4.0f), A = vl_input_f32(&c, vl_shape(1, 5, 0, 0), 1.0f);
     vl_output(&c, rlx_delta_gate(c.g, a, A, vl_input_f32(&c, vl_shape(1, 5, 0, 0), 1.0f)), "g");
     snprintf(c.shape, sizeof c.shape, "[3,5]");
-    vl_case_not_yet(&c);
+    vl_case_finish(&c);
 }
 
 static void cases_L2_NORM(vl_sweep *sw) {
@@ -435,7 +453,7 @@ static void cases_L2_NORM(vl_sweep *sw) {
     vl_case_begin(sw, &c, -1, 3);
     vl_output(&c, rlx_l2_norm(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), 1e-6f), "y");
     snprintf(c.shape, sizeof c.shape, "[3,37]");
-    vl_case_not_yet(&c);
+    vl_case_finish(&c);
 }
 
 static void cases_SIGMOID(vl_sweep *sw) {
@@ -443,7 +461,7 @@ static void cases_SIGMOID(vl_sweep *sw) {
     vl_case_begin(sw, &c, -1, 3);
     vl_output(&c, rlx_sigmoid(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 8.0f)), "y");
     snprintf(c.shape, sizeof c.shape, "[3,37]");
-    vl_case_not_yet(&c);
+    vl_case_finish(&c);
 }
 
 static void cases_SCALE_ROWS(vl_sweep *sw) {
@@ -452,7 +470,7 @@ static void cases_SCALE_ROWS(vl_sweep *sw) {
     rlx_node x = vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f);
     vl_output(&c, rlx_scale_rows(c.g, x, vl_input_f32(&c, vl_shape(2, 3, 1, 0), 1.0f)), "y");
     snprintf(c.shape, sizeof c.shape, "[3,37] by [3,1]");
-    vl_case_not_yet(&c);
+    vl_case_finish(&c);
 }
 
 static void cases_SLICE(vl_sweep *sw) {
@@ -460,7 +478,7 @@ static void cases_SLICE(vl_sweep *sw) {
     vl_case_begin(sw, &c, -1, 3);
     vl_output(&c, rlx_slice(c.g, vl_input_f32(&c, vl_shape(2, 3, 37, 0), 1.0f), 5, 20), "y");
     snprintf(c.shape, sizeof c.shape, "[3,37] [5, +20)");
-    vl_case_not_yet(&c);
+    vl_case_finish(&c);
 }
 
 const vl_op_cases vl_cases_of[RLX_OP_COUNT] = {
