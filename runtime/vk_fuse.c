@@ -86,6 +86,47 @@ static void fuse_norm(rlx_program *p, rlx_node i, vk_fuse kind) {
     absorb(p, i, kind, m, RLX_NO_NODE);
 }
 
+/* The SLICE whose values j holds through RESHAPE views, when the dispatch reading j can read the
+ * slice's source itself: the slice and every view on the way are read only there. */
+static rlx_node slice_through(const rlx_program *p, rlx_node j) {
+    while (node(p, j)->info.op == RLX_OP_RESHAPE) {
+        if (node(p, j)->n_consumers != 1 || node(p, j)->is_output) return RLX_NO_NODE;
+        j = node(p, j)->info.in[0];
+    }
+    return absorbable(p, j, RLX_OP_SLICE) ? j : RLX_NO_NODE;
+}
+
+/* The Gated DeltaNet layer's small steps folded into their readers (decode is dispatch-bound):
+ * L2_NORM reads q and k out of the conv's output; SCALE(L2_NORM) is the norm's scale; DELTA_RULE
+ * reads v out of the conv's output and computes beta = sigmoid(b) and g = DELTA_GATE(a) itself. */
+static void fuse_l2(rlx_program *p, rlx_node i) {
+    rlx_node s = slice_through(p, in0(p, i));
+    if (s == RLX_NO_NODE) return;
+    p->nodes[s].fused_into = i;
+    absorb(p, i, VK_FUSE_L2_SLICE, s, RLX_NO_NODE);
+}
+
+static void fuse_l2_scale(rlx_program *p, rlx_node i) {
+    rlx_node m = in0(p, i);
+    if (node(p, i)->fuse != VK_FUSE_NONE || !absorbable(p, m, RLX_OP_L2_NORM)) return;
+    p->nodes[m].fused_into = i;
+    absorb(p, i, VK_FUSE_L2_SCALE, m, RLX_NO_NODE);
+}
+
+static void fuse_delta(rlx_program *p, rlx_node i) {
+    const rlx_node *in = node(p, i)->info.in;
+    rlx_node v = slice_through(p, in[2]), taken[3] = {v, RLX_NO_NODE, RLX_NO_NODE};
+    if (in[3] != in[4] && absorbable(p, in[3], RLX_OP_DELTA_GATE)) taken[1] = in[3];
+    if (in[3] != in[4] && absorbable(p, in[4], RLX_OP_SIGMOID)) taken[2] = in[4];
+    bool any = false;
+    for (int k = 0; k < 3; k++)
+        if (taken[k] != RLX_NO_NODE) {
+            p->nodes[taken[k]].fused_into = i;
+            any = true;
+        }
+    if (any) absorb(p, i, VK_FUSE_DELTA_INPUTS, RLX_NO_NODE, RLX_NO_NODE);
+}
+
 /* The node that computes the values j reads (through RESHAPE views). */
 static rlx_node producer(const rlx_program *p, rlx_node j) {
     while (node(p, j)->info.op == RLX_OP_RESHAPE) j = node(p, j)->info.in[0];
@@ -282,7 +323,12 @@ void vk_plan_fusion(rlx_program *p) {
         switch (node(p, i)->info.op) {
         case RLX_OP_ADD: fuse_add(p, i); break;
         case RLX_OP_MUL: fuse_mul(p, i); break;
-        case RLX_OP_SCALE: fuse_norm(p, i, VK_FUSE_NORM_SCALE); break;
+        case RLX_OP_SCALE:
+            fuse_norm(p, i, VK_FUSE_NORM_SCALE);
+            fuse_l2_scale(p, i);
+            break;
+        case RLX_OP_L2_NORM: fuse_l2(p, i); break;
+        case RLX_OP_DELTA_RULE: fuse_delta(p, i); break;
         case RLX_OP_ROPE: fuse_norm(p, i, VK_FUSE_NORM_ROPE); break;
         default: break;
         }

@@ -929,6 +929,7 @@ static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
+    if (n->fuse == VK_FUSE_L2_SCALE) return vk_emit_l2_norm(p, i, n->fuse_a, n->info.attrs.scale);
     if (n->fuse == VK_FUSE_NORM_SCALE)
         return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, n->info.attrs.scale});
     return elementwise(p, i, EW_SCALE, in0(p, i), RLX_NO_NODE, n->info.attrs.scale);
@@ -939,7 +940,7 @@ static rlx_status lower_SILU(rlx_program *p, rlx_node i) {
 }
 
 static rlx_status lower_SIGMOID(rlx_program *p, rlx_node i) {
-    return elementwise(p, i, EW_SIGMOID, in0(p, i), RLX_NO_NODE, 1.0f);
+    return absorbed(p, i) ? NULL : elementwise(p, i, EW_SIGMOID, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
 static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {

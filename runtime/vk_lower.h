@@ -18,6 +18,9 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i);
 rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i);
 rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i);
 rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i);
+/* L2_NORM node l2 (reading its x through a SLICE when it absorbed one), times scale, dispatched by
+ * node at (l2 itself, or a SCALE that absorbed it). */
+rlx_status vk_emit_l2_norm(rlx_program *p, rlx_node at, rlx_node l2, float scale);
 rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i);
 rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i);
 

@@ -21,6 +21,28 @@ static uint32_t f32_bits(float f) {
     return u;
 }
 
+static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
+
+/* The SLICE under j's RESHAPE views that `reader`'s dispatch reads through (vk_fuse.c
+ * slice_through), else RLX_NO_NODE. */
+static rlx_node slice_read_by(const rlx_program *p, rlx_node j, rlx_node reader) {
+    while (node(p, j)->info.op == RLX_OP_RESHAPE) j = node(p, j)->info.in[0];
+    return node(p, j)->info.op == RLX_OP_SLICE && node(p, j)->fused_into == reader ? j : RLX_NO_NODE;
+}
+
+/* An operand read through SLICE s: its source's range and the words len, in_cols, begin of the
+ * kernels' mapping (shaders/l2_norm.comp, delta.glsl); without a slice (s RLX_NO_NODE) node
+ * `plain`'s range and 0s. */
+static rlx_status operand(const rlx_program *p, rlx_node s, rlx_node plain, vk_range *x, uint32_t words[3]) {
+    words[0] = words[1] = words[2] = 0;
+    if (s == RLX_NO_NODE) return vk_f32_range(p, plain, x);
+    const vk_node *n = node(p, s);
+    words[0] = (uint32_t)n->info.attrs.slice_len;
+    words[1] = (uint32_t)last_dim(in(p, s, 0));
+    words[2] = (uint32_t)n->info.attrs.slice_begin;
+    return vk_f32_range(p, n->info.in[0], x);
+}
+
 /* The floats of a STATE node's offset and of a slot, as the kernels' 32-bit words (the state of a
  * layer fits one binding: vk_state_layer_bytes). */
 static void state_words(const rlx_program *p, rlx_node st, uint32_t *offset, uint32_t *floats) {
@@ -71,35 +93,56 @@ _Static_assert(RLX_VK_BIND(delta_step, Q) == RLX_VK_BIND(delta_chunk, Q) &&
                    RLX_VK_BIND(delta_step, BETA) == RLX_VK_BIND(delta_chunk, BETA),
                "shaders/kernels.def: delta_step and delta_chunk bindings differ");
 
+/* DELTA_RULE i, with the operands it computes itself where it absorbed their producers
+ * (VK_FUSE_DELTA_INPUTS): v through a SLICE, g from DELTA_GATE's inputs, beta from SIGMOID's. */
 rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *q = in(p, i, 0);
     vk_delta_plan plan;
     const char *why = "";
     if (!vk_delta_plan_make(p, i, &plan, &why))
         return rlx_errorf(RLX_ERR_INTERNAL, "compile: %%%d DELTA_RULE: no plan (%s) after preparation", i, why);
-    vk_range bind[7];
-    for (int k = 0; k < 5; k++) RLX_TRY(vk_f32_range(p, n->info.in[k], &bind[k]));
-    bind[RLX_VK_BIND(delta_step, STATE)] = vk_node_range(p, n->info.in[5]);
+    const rlx_node *x = n->info.in;
+    bool gate = absorbed(p, x[3]) && node(p, x[3])->fused_into == i;
+    bool sig = absorbed(p, x[4]) && node(p, x[4])->fused_into == i;
+    rlx_node vs = slice_read_by(p, x[2], i);
+    vk_range bind[9];
+    uint32_t vwords[3];
+    RLX_TRY(vk_f32_range(p, x[0], &bind[RLX_VK_BIND(delta_step, Q)]));
+    RLX_TRY(vk_f32_range(p, x[1], &bind[RLX_VK_BIND(delta_step, K)]));
+    RLX_TRY(operand(p, vs, x[2], &bind[RLX_VK_BIND(delta_step, V)], vwords));
+    RLX_TRY(vk_f32_range(p, gate ? in0(p, x[3]) : x[3], &bind[RLX_VK_BIND(delta_step, G)]));
+    RLX_TRY(vk_f32_range(p, sig ? in0(p, x[4]) : x[4], &bind[RLX_VK_BIND(delta_step, BETA)]));
+    bind[RLX_VK_BIND(delta_step, GATE_A)] = bind[RLX_VK_BIND(delta_step, G)];
+    bind[RLX_VK_BIND(delta_step, GATE_BIAS)] = bind[RLX_VK_BIND(delta_step, G)];
+    if (gate) {
+        RLX_TRY(vk_f32_range(p, node(p, x[3])->info.in[1], &bind[RLX_VK_BIND(delta_step, GATE_A)]));
+        RLX_TRY(vk_f32_range(p, node(p, x[3])->info.in[2], &bind[RLX_VK_BIND(delta_step, GATE_BIAS)]));
+    }
+    bind[RLX_VK_BIND(delta_step, STATE)] = vk_node_range(p, x[5]);
     bind[RLX_VK_BIND(delta_step, OUT)] = vk_node_range(p, i);
     uint32_t off, floats;
-    state_words(p, n->info.in[5], &off, &floats);
+    state_words(p, x[5], &off, &floats);
     uint64_t rows = (uint64_t)n->info.shape.dim[0], hv = (uint64_t)n->info.shape.dim[1];
-    uint32_t push[9] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv, (uint32_t)q->info.shape.dim[2],
-                        (uint32_t)n->info.shape.dim[2], off, floats, plan.col_blocks, plan.seq_groups};
+    uint32_t push[12] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv, (uint32_t)q->info.shape.dim[2],
+                         (uint32_t)n->info.shape.dim[2], off, floats, plan.col_blocks, plan.seq_groups,
+                         vwords[0], vwords[1], vwords[2]};
     uint32_t reads = RLX_VK_BIT(delta_step, Q) | RLX_VK_BIT(delta_step, K) | RLX_VK_BIT(delta_step, V) |
-                     RLX_VK_BIT(delta_step, G) | RLX_VK_BIT(delta_step, BETA) | RLX_VK_BIT(delta_step, STATE);
+                     RLX_VK_BIT(delta_step, G) | RLX_VK_BIT(delta_step, BETA) | RLX_VK_BIT(delta_step, STATE) |
+                     (gate ? RLX_VK_BIT(delta_step, GATE_A) | RLX_VK_BIT(delta_step, GATE_BIAS) : 0u);
     uint32_t writes = RLX_VK_BIT(delta_step, STATE) | RLX_VK_BIT(delta_step, OUT);
     uint64_t groups = (uint64_t)plan.seq_groups * hv * plan.col_blocks;
     if (plan.chunked) {
-        uint32_t spec[4] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan.cw,
+        uint32_t spec[6] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan.cw,
                             [RLX_VK_SPEC(delta_chunk, L)] = plan.chunk,
-                            [RLX_VK_SPEC(delta_chunk, DK)] = (uint32_t)q->info.shape.dim[2]};
-        return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, bind, 7, reads, writes, push, sizeof push,
+                            [RLX_VK_SPEC(delta_chunk, DK)] = (uint32_t)q->info.shape.dim[2],
+                            [RLX_VK_SPEC(delta_chunk, GATE)] = gate, [RLX_VK_SPEC(delta_chunk, SIG)] = sig};
+        return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, bind, 9, reads, writes, push, sizeof push,
                        groups);
     }
-    uint32_t spec[3] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_step, CW)] = plan.cw,
-                        [RLX_VK_SPEC(delta_step, NR)] = plan.nr};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_step, spec, bind, 7, reads, writes, push, sizeof push, groups);
+    uint32_t spec[5] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_step, CW)] = plan.cw,
+                        [RLX_VK_SPEC(delta_step, NR)] = plan.nr, [RLX_VK_SPEC(delta_step, GATE)] = gate,
+                        [RLX_VK_SPEC(delta_step, SIG)] = sig};
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_step, spec, bind, 9, reads, writes, push, sizeof push, groups);
 }
 
 /* One recurrent_ew.comp dispatch over node i's elements; a and c are RLX_NO_NODE when unused. */
@@ -123,11 +166,13 @@ static rlx_status recurrent_ew(rlx_program *p, rlx_node i, uint32_t op, rlx_node
 }
 
 rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i) {
+    if (absorbed(p, i)) return NULL;
     return recurrent_ew(p, i, REW_DELTA_GATE, node(p, i)->info.in[1], node(p, i)->info.in[2], 0, 0);
 }
 
 rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
+    if (absorbed(p, i)) return NULL;
     return recurrent_ew(p, i, REW_SLICE, RLX_NO_NODE, RLX_NO_NODE, (uint32_t)last_dim(in(p, i, 0)),
                         (uint32_t)n->info.attrs.slice_begin);
 }
@@ -136,15 +181,19 @@ rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i) {
     return recurrent_ew(p, i, REW_SCALE_ROWS, node(p, i)->info.in[1], RLX_NO_NODE, 0, 0);
 }
 
-rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
+rlx_status vk_emit_l2_norm(rlx_program *p, rlx_node at, rlx_node l2, float scale) {
+    const vk_node *n = node(p, l2), *out = node(p, at);
     uint64_t cols = (uint64_t)last_dim(n), rows = (uint64_t)n->numel / cols;
     vk_range bind[2];
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(l2_norm, X)]));
-    bind[RLX_VK_BIND(l2_norm, OUT)] = vk_node_range(p, i);
+    uint32_t words[3];
+    rlx_node s = n->fuse == VK_FUSE_L2_SLICE ? n->fuse_a : RLX_NO_NODE;
+    RLX_TRY(operand(p, s, n->info.in[0], &bind[RLX_VK_BIND(l2_norm, X)], words));
+    bind[RLX_VK_BIND(l2_norm, OUT)] = vk_node_range(p, at);
     uint32_t spec[1] = {cols <= 1024 ? p->b->wg : p->b->wg_row};
-    uint32_t push[4] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps),
-                        n->tok ? (uint32_t)(n->tok / cols) : 0u};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_l2_norm, spec, bind, 2, RLX_VK_BIT(l2_norm, X), RLX_VK_BIT(l2_norm, OUT),
+    uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps),
+                        out->tok ? (uint32_t)(out->tok / cols) : 0u, f32_bits(scale), words[0], words[1], words[2]};
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_l2_norm, spec, bind, 2, RLX_VK_BIT(l2_norm, X), RLX_VK_BIT(l2_norm, OUT),
                    push, sizeof push, rows);
 }
+
+rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i) { return absorbed(p, i) ? NULL : vk_emit_l2_norm(p, i, i, 1.0f); }

@@ -16,21 +16,9 @@ layout(constant_id = 1) const uint CW = 32; // state columns per workgroup
 layout(constant_id = 2) const uint L = 64;  // rows per chunk
 layout(constant_id = 3) const uint DK = 128; // key head size
 
-layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
-layout(set = 1, binding = 1) readonly buffer K { float k[]; };
-layout(set = 1, binding = 2) readonly buffer V { float v[]; };
-layout(set = 1, binding = 3) readonly buffer G { float g[]; };
-layout(set = 1, binding = 4) readonly buffer B { float beta[]; };
-layout(set = 1, binding = 5) buffer S { float st[]; };
-layout(set = 1, binding = 6) writeonly buffer O { float o[]; };
-
-layout(push_constant) uniform Push {
-    uint rows, hk, hv, dk, dv;
-    uint state_offset; // floats into a slot (the head-0 state)
-    uint state_floats; // floats per slot
-    uint col_blocks;   // workgroups across a head's columns
-    uint seq_groups;   // workgroups across the table rows (each strides over them)
-} p;
+#define DELTA_SPEC_GATE 4
+#define DELTA_SPEC_SIG 5
+#include "delta.glsl"
 
 shared float sS[DK * CW]; // the state block, row a, column j at a * CW + j
 shared float sM[L * L];   // A, then e^(G_t - G_i) (q_t . k_i)
@@ -69,8 +57,8 @@ void main() {
             if (tid < m) {
                 uint r = rlx_seq_row(s, t0 + tid);
                 sR[tid] = r;
-                sG[tid] = g[r * p.hv + h];
-                sB[tid] = beta[r * p.hv + h];
+                sG[tid] = gate_of(r, h);
+                sB[tid] = beta_of(r, h);
             }
             barrier();
             if (tid == 0u) {
@@ -91,7 +79,7 @@ void main() {
                 uint t = e / CW, j = e % CW, kr = (sR[t] * p.hk + kh) * DK;
                 float acc = 0.0;
                 for (uint a = 0u; a < DK; a++) acc += k[kr + a] * sS[a * CW + j];
-                float vv = c0 + j < p.dv ? v[(sR[t] * p.hv + h) * p.dv + c0 + j] : 0.0;
+                float vv = c0 + j < p.dv ? v_of(sR[t], h, c0 + j) : 0.0;
                 sU[t * CW + j] = sB[t] * (vv - exp(sG[t]) * acc);
             }
             barrier();

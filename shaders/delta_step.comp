@@ -12,21 +12,9 @@ layout(constant_id = 1) const uint CW = 32; // state columns per workgroup; WG =
 layout(constant_id = 2) const uint NR = 16; // state rows per invocation: RG * NR >= dk
 const uint RG = WG / CW;
 
-layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
-layout(set = 1, binding = 1) readonly buffer K { float k[]; };
-layout(set = 1, binding = 2) readonly buffer V { float v[]; };
-layout(set = 1, binding = 3) readonly buffer G { float g[]; };
-layout(set = 1, binding = 4) readonly buffer B { float beta[]; };
-layout(set = 1, binding = 5) buffer S { float st[]; };
-layout(set = 1, binding = 6) writeonly buffer O { float o[]; };
-
-layout(push_constant) uniform Push {
-    uint rows, hk, hv, dk, dv;
-    uint state_offset; // floats into a slot (the head-0 state)
-    uint state_floats; // floats per slot
-    uint col_blocks;   // workgroups across a head's columns
-    uint seq_groups;   // workgroups across the table rows (each strides over them)
-} p;
+#define DELTA_SPEC_GATE 3
+#define DELTA_SPEC_SIG 4
+#include "delta.glsl"
 
 shared float ks[RG * NR];
 shared float qs[RG * NR];
@@ -58,7 +46,7 @@ void main() {
                 qs[i] = ok ? q[(r * p.hk + kh) * p.dk + i] : 0.0;
             }
             barrier();
-            float decay = exp(g[r * p.hv + h]), b = beta[r * p.hv + h];
+            float decay = exp(gate_of(r, h)), b = beta_of(r, h);
             float part = 0.0;
             [[unroll]] for (uint n = 0u; n < NR; n++) {
                 S[n] *= decay;
@@ -69,7 +57,7 @@ void main() {
             if (rg == 0u) {
                 float sk = 0.0;
                 for (uint x = 0u; x < RG; x++) sk += red[x * CW + j];
-                us[j] = colok ? b * (v[(r * p.hv + h) * p.dv + col] - sk) : 0.0;
+                us[j] = colok ? b * (v_of(r, h, col) - sk) : 0.0;
             }
             barrier();
             float u = us[j];

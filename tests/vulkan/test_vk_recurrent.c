@@ -6,6 +6,8 @@
  *    continued over runs, a sequence restarted at position 0 over a dirty slot, a run with padding;
  *  - the chunked (prefill) kernel with chunk sizes that do and do not divide the lengths, and the
  *    step (decode) kernel, in programs of few rows, with the ROWS_APART hint, and with chunk 1;
+ *  - the graph shaped as runners/qwen35.c builds it, so the device's fusions (slices, scale,
+ *    sigmoid and gate folded into the norms and the delta rule) are what runs, and again unfused;
  *  - copy_state (slot copies and zeroing) between runs, made on both backends;
  *  - the refusals: slots shared or out of range, positions not consecutive, a STATE or KV_CACHE
  *    of the wrong kind of layer, copies outside the slots.
@@ -20,12 +22,12 @@
 
 #define TOL RLX_VALIDATE_BOUND_F32
 #define SLOTS 5
-#define C_CONV 40 /* conv channels */
 #define TAPS 4
 #define HK 2
 #define HV 4
 #define DK 16
 #define DV 24
+#define C_CONV (2 * HK * DK + HV * DV) /* the conv runs over q, k and v side by side */
 #define MAX_ROWS 64
 
 static rlx_backend *g_cpu, *g_vk;
@@ -38,45 +40,52 @@ static int g_compared;
 static const uint8_t g_kinds[2] = {RLX_STATE_RECURRENT, RLX_STATE_KV};
 static const int64_t g_conv_floats = (TAPS - 1) * C_CONV, g_state_floats = (TAPS - 1) * C_CONV + HV * DK * DV;
 
+/* the fixed inputs: the conv's taps, DELTA_GATE's A (< 0) and dt_bias */
+static float g_w[C_CONV * TAPS], g_A[HV], g_bias[HV];
+
 typedef struct layer_graph {
     rlx_graph *g;
     int32_t rows;
-    float *in[6]; /* x, q, k, v, g, beta */
-    int64_t in_n[6];
+    float *in[3]; /* x, a, b: drawn afresh for every run */
+    int64_t in_n[3];
 } layer_graph;
 
-/* The layer's recurrent part over `rows` rows with DELTA_RULE chunk `chunk`: y = conv(x) and
- * o = delta(l2(q), l2(k), v, -softplus-like g, sigmoid beta), as qwen35.c feeds them. */
+/* The layer's recurrent part over `rows` rows as runners/qwen35.c builds it, DELTA_RULE in chunks
+ * of `chunk`: y = conv(x); q, k, v sliced out of y into heads, q and k L2-normed, q scaled;
+ * beta = sigmoid(b), g = DELTA_GATE(a, A, dt_bias); o = the delta rule. The device folds the slices,
+ * the scale, the sigmoid and the gate into the norms and the delta rule (runtime/vk_fuse.c). */
 static void graph_make(layer_graph *lg, int32_t rows, int32_t chunk, bool rows_apart) {
     memset(lg, 0, sizeof *lg);
     lg->rows = rows;
     if (!T_OK(rlx_graph_create(&lg->g))) exit(1);
     rlx_graph *g = lg->g;
     if (rows_apart) rlx_graph_set_hints(g, RLX_HINT_ROWS_APART);
-    int64_t shapes[6][3] = {{rows, C_CONV, 0}, {rows, HK, DK}, {rows, HK, DK}, {rows, HV, DV}, {rows, HV, 0}, {rows, HV, 0}};
-    const char *names[6] = {"x", "q", "k", "v", "g", "beta"};
-    rlx_node in[6];
-    for (int k = 0; k < 6; k++) {
-        int32_t rank = shapes[k][2] ? 3 : 2;
-        in[k] = rlx_input(g, names[k], RLX_DTYPE_F32, rlx_shape_make(rank, shapes[k]));
-        lg->in_n[k] = rows * shapes[k][1] * (shapes[k][2] ? shapes[k][2] : 1);
+    int64_t cols[3] = {C_CONV, HV, HV};
+    const char *names[3] = {"x", "a", "b"};
+    rlx_node in[3];
+    for (int k = 0; k < 3; k++) {
+        in[k] = rlx_input(g, names[k], RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){rows, cols[k]}));
+        lg->in_n[k] = rows * cols[k];
         lg->in[k] = calloc((size_t)lg->in_n[k], sizeof(float));
     }
     rlx_node w = rlx_input(g, "w", RLX_DTYPE_F32, rlx_shape_make(2, (int64_t[]){C_CONV, TAPS}));
-    (void)w;
+    rlx_node A = rlx_input(g, "A", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){HV}));
+    rlx_node bias = rlx_input(g, "dt_bias", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){HV}));
     rlx_node conv_st = rlx_state(g, 0, 0, rlx_shape_make(2, (int64_t[]){TAPS - 1, C_CONV}));
-    rlx_graph_mark_output(g, rlx_causal_conv(g, in[0], w, conv_st), "y");
-    rlx_node q = rlx_l2_norm(g, in[1], 1e-6f), k = rlx_l2_norm(g, in[2], 1e-6f);
-    rlx_node decay = rlx_scale(g, rlx_sigmoid(g, in[4]), -0.7f), beta = rlx_sigmoid(g, in[5]);
+    rlx_node y = rlx_causal_conv(g, in[0], w, conv_st);
+    rlx_graph_mark_output(g, y, "y");
+    rlx_shape qk = rlx_shape_make(3, (int64_t[]){rows, HK, DK}), vs = rlx_shape_make(3, (int64_t[]){rows, HV, DV});
+    rlx_node q = rlx_scale(g, rlx_l2_norm(g, rlx_reshape(g, rlx_slice(g, y, 0, HK * DK), qk), 1e-6f), 0.25f);
+    rlx_node k = rlx_l2_norm(g, rlx_reshape(g, rlx_slice(g, y, HK * DK, HK * DK), qk), 1e-6f);
+    rlx_node v = rlx_reshape(g, rlx_slice(g, y, 2 * HK * DK, HV * DV), vs);
+    rlx_node decay = rlx_delta_gate(g, in[1], A, bias), beta = rlx_sigmoid(g, in[2]);
     rlx_node st = rlx_state(g, 0, g_conv_floats, rlx_shape_make(3, (int64_t[]){HV, DK, DV}));
-    rlx_graph_mark_output(g, rlx_delta_rule(g, q, k, in[3], decay, beta, st, chunk), "o");
+    rlx_graph_mark_output(g, rlx_delta_rule(g, q, k, v, decay, beta, st, chunk), "o");
 }
-
-static float g_w[C_CONV * TAPS];
 
 static void graph_free(layer_graph *lg) {
     rlx_graph_destroy(lg->g);
-    for (int k = 0; k < 6; k++) free(lg->in[k]);
+    for (int k = 0; k < 3; k++) free(lg->in[k]);
 }
 
 typedef struct side {
@@ -119,7 +128,7 @@ static rlx_status side_run(side *sd, const layer_graph *lg, const run_rows *r) {
     int32_t pages[8] = {0};
     rlx_run_rows rows = {.pos = r->pos, .seq = r->seq, .pages = pages, .n_seqs = r->n_seqs, .page_cols = 1,
                          .slots = r->slots};
-    const void *in[7] = {lg->in[0], lg->in[1], lg->in[2], lg->in[3], lg->in[4], lg->in[5], g_w};
+    const void *in[6] = {lg->in[0], lg->in[1], lg->in[2], g_w, g_A, g_bias};
     void *out[2] = {sd->y, sd->o};
     rlx_run_args a = {.n_tokens = r->n, .inputs = in, .outputs = out, .rows = &rows};
     return sd->b->ops->run(sd->p, &a);
@@ -135,7 +144,7 @@ static void compare(const char *what, const float *vk, const float *cpu, int64_t
 
 /* Fresh inputs, the same run on both sides, every row of both outputs compared. */
 static void run_both(side *v, side *c, layer_graph *lg, const run_rows *r, const char *label) {
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 3; k++)
         for (int64_t e = 0; e < lg->in_n[k]; e++) lg->in[k][e] = vkt_uniform(&g_rng, -1.0f, 1.0f);
     if (!T_OK(side_run(v, lg, r)) || !T_OK(side_run(c, lg, r))) return;
     char what[96];
@@ -271,6 +280,10 @@ int main(void) {
     g_vk = vkt_backend();
     if (!T_OK(rlx_backend_cpu_create(2, &g_cpu))) return 1;
     for (int64_t e = 0; e < C_CONV * TAPS; e++) g_w[e] = vkt_uniform(&g_rng, -1.0f, 1.0f);
+    for (int h = 0; h < HV; h++) {
+        g_A[h] = -vkt_uniform(&g_rng, 0.1f, 1.0f);
+        g_bias[h] = vkt_uniform(&g_rng, -1.0f, 1.0f);
+    }
     printf("recurrent state, CPU reference vs Vulkan\n");
     scenario(48, 5, "chunked kernel, chunks of 5");
     scenario(48, 0, "chunked kernel, chunks of 64");
@@ -278,6 +291,14 @@ int main(void) {
     scenario(4, 0, "step kernel (a program of few rows)");
     scenario(24, 1, "step kernel (chunk 1)");
     decode_batch();
+    /* the same without fusion: every op its own dispatch */
+    rlx_vk_options o = vkt_options();
+    o.fusion = false;
+    vkt_set_options(g_vk, &o);
+    scenario(48, 5, "unfused, chunked kernel");
+    scenario(4, 0, "unfused, step kernel");
+    o.fusion = true;
+    vkt_set_options(g_vk, &o);
     refusals();
     printf("worst nmse %.2e over %d outputs (bound %.0e)\n", g_worst, g_compared, TOL);
     rlx_backend_destroy(g_vk);

@@ -1,0 +1,44 @@
+// What delta_step.comp and delta_chunk.comp share: DELTA_RULE's bindings and push constants, and
+// the operands a fused dispatch computes itself (runtime/vk_fuse.c fuse_delta): g from DELTA_GATE's
+// inputs (GATE: A[h] softplus(a + dt_bias[h])), beta from SIGMOID's input (SIG), and v read through
+// a SLICE of a wider row (v_len != 0: element f of v is x[f / v_len][v_begin + f % v_len]).
+// The includer defines DELTA_SPEC_GATE and DELTA_SPEC_SIG, the ids after its own spec constants.
+layout(constant_id = DELTA_SPEC_GATE) const uint GATE = 0;
+layout(constant_id = DELTA_SPEC_SIG) const uint SIG = 0;
+
+layout(set = 1, binding = 0) readonly buffer Q { float q[]; };
+layout(set = 1, binding = 1) readonly buffer K { float k[]; };
+layout(set = 1, binding = 2) readonly buffer V { float v[]; };
+layout(set = 1, binding = 3) readonly buffer G { float g[]; };
+layout(set = 1, binding = 4) readonly buffer B { float beta[]; };
+layout(set = 1, binding = 5) buffer S { float st[]; };
+layout(set = 1, binding = 6) writeonly buffer O { float o[]; };
+layout(set = 1, binding = 7) readonly buffer GA { float gate_a[]; };    // GATE: A
+layout(set = 1, binding = 8) readonly buffer GB { float gate_bias[]; }; // GATE: dt_bias
+
+layout(push_constant) uniform Push {
+    uint rows, hk, hv, dk, dv;
+    uint state_offset; // floats into a slot (the head-0 state)
+    uint state_floats; // floats per slot
+    uint col_blocks;   // workgroups across a head's columns
+    uint seq_groups;   // workgroups across the table rows (each strides over them)
+    uint v_len, v_in_cols, v_begin;
+} p;
+
+float softplus(float x) { return max(x, 0.0) + log(1.0 + exp(-abs(x))); }
+
+float gate_of(uint r, uint h) {
+    float x = g[r * p.hv + h];
+    return GATE != 0u ? gate_a[h] * softplus(x + gate_bias[h]) : x;
+}
+
+float beta_of(uint r, uint h) {
+    float x = beta[r * p.hv + h];
+    return SIG != 0u ? 1.0 / (1.0 + exp(-x)) : x;
+}
+
+// v[r, h, col]
+float v_of(uint r, uint h, uint col) {
+    uint f = (r * p.hv + h) * p.dv + col;
+    return v[p.v_len == 0u ? f : (f / p.v_len) * p.v_in_cols + p.v_begin + f % p.v_len];
+}
