@@ -99,15 +99,16 @@ if(RLX_VULKAN)
   # also holds Q6_K): on lavapipe the full set costs two thirds of CI's time. Every weight type
   # of every kernel is also checked op by op in test_vk_ops, whatever the option.
   option(RLX_VK_FULL_PARITY "Vulkan family parity over every fixture type (slow on lavapipe)" OFF)
-  # the hybrid families end to end through test_qwen35_graph's graphs: F32/F16 against the float64
-  # references, Q8_0/Q4_K_M against the CPU on the same file (3e-2), prefill chunks, greedy chains
-  # (a float and a quantized file each; RLX_VK_FULL_PARITY: all four of each family)
+  # The hybrid families (recurrent state on the device) at the graph level, through test_qwen35_graph's
+  # graphs: F32/F16 against the float64 references, Q8_0/Q4_K_M, which have none, against the CPU
+  # on the same file (3e-2), prefill chunks, greedy chains. By default the quantized files only:
+  # the float files run through the runner below (vk_family_parity_qwen35*).
   if(RLX_VK_FULL_PARITY)
     set(RLX_Q35_FILES "F32;F16;Q8_0;Q4_K_M")
     set(RLX_Q35MOE_FILES "F32;F16;Q8_0;Q4_K_M")
   else()
-    set(RLX_Q35_FILES "F16;Q4_K_M")
-    set(RLX_Q35MOE_FILES "F32;Q8_0")
+    set(RLX_Q35_FILES "Q4_K_M")
+    set(RLX_Q35MOE_FILES "Q8_0")
   endif()
   rlx_add_vk_test(test_vk_qwen35 ARGS qwen35 ${RLX_Q35_FILES})
   set_property(TEST test_vk_qwen35 APPEND PROPERTY LABELS parity)
@@ -154,6 +155,15 @@ if(RLX_VULKAN)
   # The engine (many sequences over the paged pool: rows, page tables, copy_pages, run_chain) on
   # Vulkan: batched == alone, chunked == one shot, prefix sharing, preemption, within the tolerance
   rlx_add_vk_run(vk_engine test_engine --vulkan)
+  # The hybrids through the runner and the engine on the device: family parity of a float file
+  # each, and the recurrent state's properties (chunks, checkpoints, rollback, slots, a chat)
+  rlx_add_vk_run(vk_family_parity_qwen35 test_family_parity qwen35 F16)
+  rlx_add_vk_run(vk_family_parity_qwen35moe test_family_parity qwen35moe F32)
+  rlx_add_vk_run(vk_engine_state test_engine_state --vulkan qwen35 models/qwen35/qwen35-F32.gguf)
+  if(RLX_VK_FULL_PARITY)
+    rlx_add_vk_run(vk_engine_qwen35 test_engine --vulkan models/qwen35/qwen35-F32.gguf)
+    rlx_add_vk_run(vk_engine_state_qwen35moe test_engine_state --vulkan qwen35moe models/qwen35moe/qwen35moe-F16.gguf)
+  endif()
   # ... in deterministic mode (rlx_engine_opts.deterministic reaching the backend through
   # rlx_backend_opts): bit for bit, as on the CPU
   rlx_add_vk_run(vk_engine_deterministic test_engine --vulkan --deterministic)
