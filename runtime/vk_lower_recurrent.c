@@ -65,6 +65,9 @@ rlx_status vk_prepare_recurrent(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
+/* Decode (few rows, or each row its own sequence): one pass, each sequence's channel walking its
+ * rows with the inputs in registers. Prefill: the outputs in parallel over (row, channel), each
+ * reading its K-1 inputs from x or the state, then the state from each sequence's last inputs. */
 rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     uint64_t rows = (uint64_t)n->info.shape.dim[0], c = (uint64_t)n->info.shape.dim[1];
@@ -77,12 +80,23 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
     uint32_t off, floats, wg = p->b->wg;
     state_words(p, n->info.in[2], &off, &floats);
     uint64_t chan_groups = ceil_div(c, wg), seq_groups = rows < CONV_MAX_SEQ_GROUPS ? rows : CONV_MAX_SEQ_GROUPS;
-    uint32_t spec[1] = {wg};
     uint32_t push[7] = {(uint32_t)rows, (uint32_t)c, (uint32_t)k, off, floats, (uint32_t)chan_groups,
                         (uint32_t)seq_groups};
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4,
-                   RLX_VK_BIT(causal_conv, X) | RLX_VK_BIT(causal_conv, W) | RLX_VK_BIT(causal_conv, STATE),
-                   RLX_VK_BIT(causal_conv, STATE) | RLX_VK_BIT(causal_conv, OUT), push, sizeof push,
+    uint32_t x = RLX_VK_BIT(causal_conv, X), w = RLX_VK_BIT(causal_conv, W), st = RLX_VK_BIT(causal_conv, STATE);
+    uint32_t out = RLX_VK_BIT(causal_conv, OUT);
+    bool prefill = rows >= 16 && !p->rows_apart;
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = wg, [RLX_VK_SPEC(causal_conv, PAR)] = prefill ? 1u : 0u};
+    if (!prefill)
+        return vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4, x | w | st, st | out, push,
+                       sizeof push, chan_groups * seq_groups);
+    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4, x | w | st, out, push, sizeof push,
+                    chan_groups * rows));
+    /* the validation layer takes the shader's every store as made by every form: OUT, which pass 2
+     * never writes, is bound to what it does write, so that no later reader of the outputs looks
+     * unsynchronized */
+    spec[RLX_VK_SPEC(causal_conv, PAR)] = 2;
+    bind[RLX_VK_BIND(causal_conv, OUT)] = bind[RLX_VK_BIND(causal_conv, STATE)];
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4, x | st, st, push, sizeof push,
                    chan_groups * seq_groups);
 }
 

@@ -52,7 +52,11 @@ uint rlx_kv_row(uint r, uint j) { return rlx_page_row(rlx_pages_of(r), j); }
 // (n_seqs of them), then order[R], the valid rows grouped by table row, each group in row order.
 uint rlx_state_table() { return 2u * rlx.static_rows + rlx.static_rows * rlx.page_cols; }
 uint rlx_seq_slot(uint s) { return rlx.table[rlx_state_table() + s]; }
+uint rlx_seq_first(uint s) { return rlx.table[rlx_state_table() + rlx.static_rows + s]; }
 uint rlx_seq_count(uint s) { return rlx.table[rlx_state_table() + 2u * rlx.static_rows + s]; }
+// The row at place o of order[] (o < n_tokens), and its table row.
+uint rlx_order(uint o) { return rlx.table[rlx_state_table() + 3u * rlx.static_rows + o]; }
+uint rlx_seq_of(uint r) { return rlx.table[rlx.static_rows + r]; }
 // Row t (in row order) of table row s.
 uint rlx_seq_row(uint s, uint t) {
     uint base = rlx_state_table();
