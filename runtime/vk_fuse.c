@@ -70,6 +70,14 @@ static void fuse_mul(rlx_program *p, rlx_node i) {
             if (act_gone) fuse_gate_up(p, i);
             return;
         }
+        /* RMS_NORM(o) * SiLU(z), the Gated DeltaNet layer's output: the norm's kernel does it */
+        if (act_gone && node(p, act)->info.op == RLX_OP_SILU && absorbable(p, u, RLX_OP_RMS_NORM) &&
+            node(p, u)->fuse == VK_FUSE_NONE) {
+            p->nodes[u].fused_into = i;
+            p->nodes[act].fused_into = i;
+            absorb(p, i, VK_FUSE_NORM_GATE, u, act);
+            return;
+        }
         if (act_gone) {
             p->nodes[act].fused_into = i;
             absorb(p, i, VK_FUSE_ACT_MUL, act, u);

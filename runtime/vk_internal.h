@@ -141,6 +141,7 @@ typedef enum {
     VK_FUSE_MATVEC_SCALED, /* MATMUL whose x is fuse_a (VK_FUSE_NORM_BY_PRODUCER): the sums are scaled by that factor */
     VK_FUSE_ARGMAX_BY_PRODUCER, /* ARGMAX of one row written by the matvec of fuse_a (its MATMUL): the last
                                    workgroups to finish reduce the workgroups' maxima */
+    VK_FUSE_NORM_GATE,   /* MUL = fuse_a (RMS_NORM) * SiLU(x of fuse_b): the norm kernel multiplies by the gate */
     VK_FUSE_L2_SLICE,    /* L2_NORM reading its x through fuse_a (a SLICE, maybe under RESHAPE views) itself */
     VK_FUSE_L2_SCALE,    /* SCALE of fuse_a (L2_NORM): the l2 kernel's scale */
     VK_FUSE_DELTA_INPUTS, /* DELTA_RULE computing its g (a DELTA_GATE), beta (a SIGMOID) or reading v through a

@@ -598,10 +598,11 @@ static rlx_status kv_target_of(rlx_program *p, rlx_node at, rlx_node kw, vk_rang
 
 /* What one shaders/rms_norm.comp dispatch computes: RMS_NORM node norm for node at (whose dispatch
  * it is), scaled, then rotated by ROPE node rope, written into the caches by KV_WRITE kw, or added
- * to the residual res; the unused ones are RLX_NO_NODE. */
+ * to the residual res (gate: multiplied by SiLU of res); the unused ones are RLX_NO_NODE. */
 typedef struct norm_job {
     rlx_node at, norm, rope, kw, res;
     float scale;
+    bool gate;
 } norm_job;
 
 /* Head-sized rows take one subgroup each, several rows per workgroup, and no barriers; longer rows
@@ -640,7 +641,7 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
                         [RLX_VK_SPEC(rms_norm, R)] = (uint32_t)per,
                         [RLX_VK_SPEC(rms_norm, NS)] = (uint32_t)(ns < NORM_MAX_SLOTS ? ns : NORM_MAX_SLOTS),
                         [RLX_VK_SPEC(rms_norm, KV)] = kv.kv,
-                        [RLX_VK_SPEC(rms_norm, RES)] = j.res != RLX_NO_NODE};
+                        [RLX_VK_SPEC(rms_norm, RES)] = j.res == RLX_NO_NODE ? 0u : j.gate ? 2u : 1u};
     uint32_t push[8] = {(uint32_t)rows, (uint32_t)cols, f32_bits(n->info.attrs.eps), f32_bits(j.scale), tok, heads,
                         n_rot, kv.dv};
     uint32_t reads = RLX_VK_BIT(rms_norm, X) | RLX_VK_BIT(rms_norm, W) |
@@ -653,7 +654,7 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
     if (absorbed(p, i) || node(p, i)->fuse == VK_FUSE_NORM_BY_PRODUCER) return NULL;
-    return emit_rms_norm(p, (norm_job){i, i, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, 1.0f});
+    return emit_rms_norm(p, (norm_job){i, i, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, 1.0f, false});
 }
 
 /* ROPE node `rope` computed by node at's dispatch, writing K (and V) into the caches when kw is its
@@ -687,7 +688,7 @@ static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (absorbed(p, i)) return NULL;
     if (n->fuse == VK_FUSE_NORM_ROPE)
-        return emit_rms_norm(p, (norm_job){i, n->fuse_a, i, RLX_NO_NODE, RLX_NO_NODE, 1.0f});
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, i, RLX_NO_NODE, RLX_NO_NODE, 1.0f, false});
     return emit_rope(p, i, i, RLX_NO_NODE);
 }
 
@@ -697,7 +698,7 @@ static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     if (n->fuse == VK_FUSE_KV_ROPE) {
         const vk_node *r = node(p, n->fuse_a);
         if (r->fuse == VK_FUSE_NORM_ROPE)
-            return emit_rms_norm(p, (norm_job){i, r->fuse_a, n->fuse_a, i, RLX_NO_NODE, 1.0f});
+            return emit_rms_norm(p, (norm_job){i, r->fuse_a, n->fuse_a, i, RLX_NO_NODE, 1.0f, false});
         return emit_rope(p, i, n->fuse_a, i);
     }
     uint64_t row = (uint64_t)(n->numel / n->info.shape.dim[0]), rows = (uint64_t)x->info.shape.dim[0];
@@ -909,7 +910,7 @@ static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
     if (n->fuse == VK_FUSE_NORM_ADD)
-        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, n->fuse_b, 1.0f});
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, n->fuse_b, 1.0f, false});
     return elementwise(p, i, EW_ADD, in0(p, i), in1(p, i), 1.0f);
 }
 
@@ -920,6 +921,8 @@ static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
         rlx_node gate = n->fuse == VK_FUSE_GATE_UP ? RLX_NO_NODE : in0(p, n->fuse_b); /* else in the matvec */
         return emit_matmul(p, i, n->fuse_a, gate, gelu ? EPI_GELU_MUL : EPI_SILU_MUL);
     }
+    if (n->fuse == VK_FUSE_NORM_GATE)
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, in0(p, n->fuse_b), 1.0f, true});
     if (n->fuse == VK_FUSE_ACT_MUL) {
         bool gelu = node(p, n->fuse_a)->info.op == RLX_OP_GELU_TANH;
         return elementwise(p, i, gelu ? EW_GELU_MUL : EW_SILU_MUL, in0(p, n->fuse_a), n->fuse_b, 1.0f);
@@ -931,7 +934,7 @@ static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (n->fuse == VK_FUSE_L2_SCALE) return vk_emit_l2_norm(p, i, n->fuse_a, n->info.attrs.scale);
     if (n->fuse == VK_FUSE_NORM_SCALE)
-        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, n->info.attrs.scale});
+        return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, n->info.attrs.scale, false});
     return elementwise(p, i, EW_SCALE, in0(p, i), RLX_NO_NODE, n->info.attrs.scale);
 }
 

@@ -5,8 +5,9 @@
 // absorbs the KV_WRITE that takes the result: row r (head r % heads of token row t = r / heads)
 // lands at that head of the pool row of position rlx_pos(t) of t's sequence, and with KV == 2 the
 // row r of the V projection is copied into the V pool alongside (one dispatch instead of three).
-// RES != 0 absorbs the ADD of a residual that follows the norm (Gemma 3's post-norms):
-// out = res + norm(x).
+// RES == 1 absorbs the ADD of a residual that follows the norm (Gemma 3's post-norms):
+// out = res + norm(x); RES == 2 the MUL by SiLU of a gate that follows it (the Gated DeltaNet
+// layer's output norm): out = norm(x) silu(res).
 //
 // Speed (a decode step is latency-bound): a row is shared by a whole team, a workgroup for long
 // rows or one subgroup per row for head-sized rows (several rows per workgroup, no barriers), and
@@ -25,7 +26,7 @@ layout(constant_id = 2) const uint TEAM = 0; // 0: one workgroup per row; 1: one
 layout(constant_id = 3) const uint R = 1;    // TEAM 1: rows per workgroup
 layout(constant_id = 4) const uint NS = 2;   // slots per invocation held in registers
 layout(constant_id = 5) const uint KV = 0;   // 0 out; 1 out is a K cache; 2 and copy V rows to the V cache
-layout(constant_id = 6) const uint RES = 0;  // 1: add the residual rows (binding 4)
+layout(constant_id = 6) const uint RES = 0;  // 1: add the residual rows (binding 4); 2: times their SiLU
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer W { float w[]; };
@@ -53,6 +54,9 @@ layout(push_constant) uniform Push {
 float team_sum(float v) { return TEAM == 0u ? wg_sum(v) : subgroupAdd(v); }
 
 float residual(uint i) { return RES != 0u ? vsrc[i] : 0.0; }
+
+// The normalised value y with its residual or gate r (residual(): 0 without either).
+float combine(float y, float r) { return RES == 2u ? y * (r / (1.0 + exp(-r))) : y + r; }
 
 // Head row r's row in the pool (KV): head r % heads of its token's pool row.
 uint cache_row(uint r) {
@@ -100,7 +104,7 @@ void norm_row(uint r, uint lane, uint size) {
         uint s = lane + e * size;
         if (s >= slots) continue;
         uvec2 d = rope_slot(s, rot, p.cols, ROPE == 2u);
-        float y0 = a[e] * k * wa[e] + ra[e], y1 = b[e] * k * wb[e] + rb[e];
+        float y0 = combine(a[e] * k * wa[e], ra[e]), y1 = combine(b[e] * k * wb[e], rb[e]);
         if (ROPE != 0u && s < half_rot) {
             vec2 sc = sincos_turns(pos, step_turns[s]);
             o[obase + d.x] = kv_store(y0 * sc.y - y1 * sc.x);
@@ -120,8 +124,8 @@ void norm_row(uint r, uint lane, uint size) {
             o[obase + d.y] = kv_store(y0 * sc.x + y1 * sc.y);
             continue;
         }
-        o[obase + d.x] = kv_store(y0 + residual(base + d.x));
-        if (d.y < p.cols) o[obase + d.y] = kv_store(y1 + residual(base + d.y));
+        o[obase + d.x] = kv_store(combine(y0, residual(base + d.x)));
+        if (d.y < p.cols) o[obase + d.y] = kv_store(combine(y1, residual(base + d.y)));
     }
 }
 

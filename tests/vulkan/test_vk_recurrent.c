@@ -234,6 +234,49 @@ static void decode_batch(void) {
     graph_free(&lg);
 }
 
+/* The layer's output, RMS_NORM(o) * SiLU(z) (the device's norm kernel multiplies by the gate
+ * itself), either operand order, rows of a head and of a whole row. */
+static void norm_gate(void) {
+    printf("  RMS_NORM(o) * SiLU(z)\n");
+    int64_t cols[2] = {DV, 3 * 256 + 5};
+    for (int c = 0; c < 2; c++)
+        for (int order = 0; order < 2; order++) {
+            rlx_graph *g = NULL;
+            if (!T_OK(rlx_graph_create(&g))) return;
+            rlx_shape sh = rlx_shape_make(3, (int64_t[]){5, HV, cols[c]});
+            rlx_node x = rlx_input(g, "x", RLX_DTYPE_F32, sh), z = rlx_input(g, "z", RLX_DTYPE_F32, sh);
+            rlx_node w = rlx_input(g, "w", RLX_DTYPE_F32, rlx_shape_make(1, (int64_t[]){cols[c]}));
+            rlx_node nrm = rlx_rms_norm(g, x, w, 1e-6f), act = rlx_silu(g, z);
+            rlx_graph_mark_output(g, order ? rlx_mul(g, act, nrm) : rlx_mul(g, nrm, act), "y");
+            int64_t n = 5 * HV * cols[c];
+            float *in[3] = {malloc((size_t)n * 4), malloc((size_t)n * 4), malloc((size_t)cols[c] * 4)};
+            float *out[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
+            for (int64_t e = 0; e < n; e++) in[0][e] = vkt_uniform(&g_rng, -2, 2), in[1][e] = vkt_uniform(&g_rng, -4, 4);
+            for (int64_t e = 0; e < cols[c]; e++) in[2][e] = vkt_uniform(&g_rng, -1, 1);
+            rlx_backend *b[2] = {g_vk, g_cpu};
+            rlx_state_spec sp = spec();
+            bool ok = true;
+            for (int k = 0; k < 2 && ok; k++) {
+                rlx_session *se = NULL;
+                rlx_program *pr = NULL;
+                const void *ins[3] = {in[0], in[1], in[2]};
+                void *outs[1] = {out[k]};
+                rlx_run_args a = {.n_tokens = 5, .inputs = ins, .outputs = outs};
+                ok = T_OK(b[k]->ops->session_create(b[k], NULL, 0, &sp, &se)) && T_OK(b[k]->ops->compile(se, g, &pr)) &&
+                     T_OK(b[k]->ops->run(pr, &a));
+                if (pr) b[k]->ops->program_destroy(pr);
+                if (se) b[k]->ops->session_destroy(se);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "rows of %lld, %s", (long long)cols[c], order ? "silu(z) * norm" : "norm * silu(z)");
+            if (ok) compare(what, out[0], out[1], n);
+            for (int k = 0; k < 3; k++) free(in[k]);
+            free(out[0]);
+            free(out[1]);
+            rlx_graph_destroy(g);
+        }
+}
+
 /* Runs the backends must refuse, each naming the problem. */
 static void refusals(void) {
     printf("  refusals\n");
@@ -291,6 +334,7 @@ int main(void) {
     scenario(4, 0, "step kernel (a program of few rows)");
     scenario(24, 1, "step kernel (chunk 1)");
     decode_batch();
+    norm_gate();
     /* the same without fusion: every op its own dispatch */
     rlx_vk_options o = vkt_options();
     o.fusion = false;
