@@ -84,7 +84,7 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
                         (uint32_t)seq_groups};
     uint32_t x = RLX_VK_BIT(causal_conv, X), w = RLX_VK_BIT(causal_conv, W), st = RLX_VK_BIT(causal_conv, STATE);
     uint32_t out = RLX_VK_BIT(causal_conv, OUT);
-    bool prefill = rows >= 16 && !p->rows_apart;
+    bool prefill = vk_deterministic(p) || (rows >= 16 && !p->rows_apart); /* one form in that mode */
     uint32_t spec[2] = {[RLX_VK_SPEC_WG] = wg, [RLX_VK_SPEC(causal_conv, PAR)] = prefill ? 1u : 0u};
     if (!prefill)
         return vk_emit(p, &p->run, i, RLX_VK_KERNEL_causal_conv, spec, bind, 4, x | w | st, st | out, push,

@@ -13,6 +13,9 @@
  *     trip, rows per group) follows the row count, nor the cooperative kernel (off: rlx_vk_tuning);
  *   - ATTENTION: shaders/attention.comp without key splits (their ranges follow the KV capacity),
  *     never attention_prefill.comp (it takes over from 16 query rows);
+ *   - DELTA_RULE: shaders/delta_chunk.comp for every row count (a sequence's bits then follow its
+ *     own rows and where its chunks start, as on the CPU), never delta_step.comp; CAUSAL_CONV its
+ *     prefill form (vk_lower_recurrent.c);
  *   - fusions that exist for one row or for matvec.comp only (vk_fuse.c: attention_step, the norm
  *     folded into matvecs or computed by their producer, gate + up in one matvec, argmax by the
  *     logits' matvec) do not happen; those for any row count stay.
@@ -432,7 +435,9 @@ bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, co
     uint64_t dv = (uint64_t)n->info.shape.dim[2];
     int32_t chunk = n->info.attrs.chunk ? n->info.attrs.chunk : 64;
     *out = (vk_delta_plan){0};
-    out->chunked = chunk > 1 && !p->rows_apart && rows >= 16;
+    /* deterministic mode: one kernel for every program, so that a sequence's bits depend on its own
+     * rows only (the chunked form rounds by where its chunks start, as on the CPU) */
+    out->chunked = chunk > 1 && (vk_deterministic(p) || (!p->rows_apart && rows >= 16));
     uint32_t cw = pow2_at_least(dv < 32 ? dv : 32);
     if (!out->chunked) {
         uint32_t rg = 8;
