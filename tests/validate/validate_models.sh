@@ -1,14 +1,15 @@
 #!/bin/bash
 # rlx validate -m on a fixture model of each family (lavapipe): the device's logits of the three
 # prompts within the fixtures README's f16/mixed bound of the CPU's on the same file, greedy ids
-# equal (or diverging only at a near-tie), the paths equal. (Without the validation layer, which
+# equal (or diverging only at a near-tie), the paths equal (Qwen3.5, recurrent, against its one-shot
+# prefill instead of the naive path). (Without the validation layer, which
 # slows lavapipe fourfold here: cli_validate runs the sweep under it, and the family parity runs
 # run these models' kernels under it.) Then the test switch changes one weight row of the
 # device's copy: the report must fail, naming the first divergent step.
 . "${RLX_SOURCE_DIR:?}/tests/support/lib.sh"
 . "$RLX_SOURCE_DIR/tests/validate/validate_lib.sh"
 require_lavapipe
-models=(qwen3/qwen3-F32.gguf llama32/llama32-F16.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-Q8_0.gguf)
+models=(qwen3/qwen3-F32.gguf llama32/llama32-F16.gguf gemma3/gemma3-F16.gguf qwen3moe/qwen3moe-Q8_0.gguf qwen35/qwen35-F32.gguf)
 for m in "${models[@]}"; do require_fixture "models/$m"; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
