@@ -178,7 +178,9 @@ int rlx_cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop, &old);
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error return, not the end of the server */
     s = serve(&a, &stop);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* SIGTERM and SIGINT stay blocked to the end: a second one sent while the server drained is
+     * pending, and unblocked it would kill the process after its clean stop (exit 143, not 0) */
+    (void)old;
     free(a.m.ids);
     return s ? rlx_cli_fail("serve", s, false) : RLX_EXIT_OK;
 }
