@@ -61,6 +61,10 @@ rlx_status vk_prepare_recurrent(rlx_program *p, rlx_node i) {
         if (!vk_delta_plan_make(p, i, &plan, &why))
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d DELTA_RULE: key heads of %" PRId64 " on %s: %s", i,
                               in(p, i, 0)->info.shape.dim[2], p->b->dev->caps->name, why);
+        /* the chunked form's records (shaders/delta_prep.comp): per (row, value head) 2L + 1 floats */
+        if (plan.chunked)
+            p->nodes[i].scratch_bytes = (uint64_t)n->info.shape.dim[0] * (uint64_t)n->info.shape.dim[1] *
+                                        (2 * (uint64_t)plan.chunk + 1) * 4;
     }
     return NULL;
 }
@@ -100,12 +104,44 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
                    chan_groups * seq_groups);
 }
 
-/* The two kernels take the same bindings and push constants. */
-_Static_assert(RLX_VK_BIND(delta_step, Q) == RLX_VK_BIND(delta_chunk, Q) &&
-                   RLX_VK_BIND(delta_step, STATE) == RLX_VK_BIND(delta_chunk, STATE) &&
-                   RLX_VK_BIND(delta_step, OUT) == RLX_VK_BIND(delta_chunk, OUT) &&
-                   RLX_VK_BIND(delta_step, BETA) == RLX_VK_BIND(delta_chunk, BETA),
-               "shaders/kernels.def: delta_step and delta_chunk bindings differ");
+/* The chunked form: delta_prep.comp's records of every (chunk, value head) into the node's
+ * scratch, then delta_chunk.comp's walk of the state over them. `bind` and `push` are
+ * delta_step.comp's (the operands and push constants of all three kernels). */
+static rlx_status emit_chunked(rlx_program *p, rlx_node i, const vk_delta_plan *plan, const vk_range *bind,
+                               uint32_t *push, bool gate, bool sig) {
+    const vk_node *n = node(p, i);
+    uint64_t hv = (uint64_t)n->info.shape.dim[1];
+    uint32_t dk = (uint32_t)in(p, i, 0)->info.shape.dim[2];
+    vk_range wy = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
+                   n->scratch_bytes};
+#define FROM_STEP(kernel, name) [RLX_VK_BIND(kernel, name)] = bind[RLX_VK_BIND(delta_step, name)]
+    vk_range prep_bind[7] = {FROM_STEP(delta_prep, Q),      FROM_STEP(delta_prep, K),
+                             FROM_STEP(delta_prep, G),      FROM_STEP(delta_prep, BETA),
+                             FROM_STEP(delta_prep, GATE_A), FROM_STEP(delta_prep, GATE_BIAS),
+                             [RLX_VK_BIND(delta_prep, WY)] = wy};
+    vk_range chunk_bind[6] = {FROM_STEP(delta_chunk, Q),     FROM_STEP(delta_chunk, K),
+                              FROM_STEP(delta_chunk, V),     FROM_STEP(delta_chunk, STATE),
+                              FROM_STEP(delta_chunk, OUT),   [RLX_VK_BIND(delta_chunk, WY)] = wy};
+#undef FROM_STEP
+    uint32_t prep_reads = RLX_VK_BIT(delta_prep, Q) | RLX_VK_BIT(delta_prep, K) | RLX_VK_BIT(delta_prep, G) |
+                          RLX_VK_BIT(delta_prep, BETA) |
+                          (gate ? RLX_VK_BIT(delta_prep, GATE_A) | RLX_VK_BIT(delta_prep, GATE_BIAS) : 0u);
+    uint32_t prep_spec[5] = {[RLX_VK_SPEC_WG] = plan->wg, [RLX_VK_SPEC(delta_prep, L)] = plan->chunk,
+                             [RLX_VK_SPEC(delta_prep, DK)] = dk, [RLX_VK_SPEC(delta_prep, GATE)] = gate,
+                             [RLX_VK_SPEC(delta_prep, SIG)] = sig};
+    uint32_t seq_groups = push[8];
+    push[8] = plan->prep_groups; /* delta_prep.comp strides its chunks over these */
+    RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_prep, prep_spec, prep_bind, 7, prep_reads,
+                    RLX_VK_BIT(delta_prep, WY), push, 48, (uint64_t)plan->prep_groups * hv));
+    push[8] = seq_groups;
+    uint32_t spec[4] = {[RLX_VK_SPEC_WG] = plan->wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan->cw,
+                        [RLX_VK_SPEC(delta_chunk, L)] = plan->chunk, [RLX_VK_SPEC(delta_chunk, DK)] = dk};
+    uint32_t reads = RLX_VK_BIT(delta_chunk, Q) | RLX_VK_BIT(delta_chunk, K) | RLX_VK_BIT(delta_chunk, V) |
+                     RLX_VK_BIT(delta_chunk, STATE) | RLX_VK_BIT(delta_chunk, WY);
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, chunk_bind, 6, reads,
+                   RLX_VK_BIT(delta_chunk, STATE) | RLX_VK_BIT(delta_chunk, OUT), push, 48,
+                   (uint64_t)plan->seq_groups * hv * plan->col_blocks);
+}
 
 /* DELTA_RULE i, with the operands it computes itself where it absorbed their producers
  * (VK_FUSE_DELTA_INPUTS): v through a SLICE, g from DELTA_GATE's inputs, beta from SIGMOID's. */
@@ -145,14 +181,8 @@ rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
                      (gate ? RLX_VK_BIT(delta_step, GATE_A) | RLX_VK_BIT(delta_step, GATE_BIAS) : 0u);
     uint32_t writes = RLX_VK_BIT(delta_step, STATE) | RLX_VK_BIT(delta_step, OUT);
     uint64_t groups = (uint64_t)plan.seq_groups * hv * plan.col_blocks;
-    if (plan.chunked) {
-        uint32_t spec[6] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan.cw,
-                            [RLX_VK_SPEC(delta_chunk, L)] = plan.chunk,
-                            [RLX_VK_SPEC(delta_chunk, DK)] = (uint32_t)q->info.shape.dim[2],
-                            [RLX_VK_SPEC(delta_chunk, GATE)] = gate, [RLX_VK_SPEC(delta_chunk, SIG)] = sig};
-        return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, bind, 9, reads, writes, push, sizeof push,
-                       groups);
-    }
+    _Static_assert(sizeof push == 48, "shaders/delta.glsl Push");
+    if (plan.chunked) return emit_chunked(p, i, &plan, bind, push, gate, sig);
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_step, CW)] = plan.cw,
                         [RLX_VK_SPEC(delta_step, NR)] = plan.nr, [RLX_VK_SPEC(delta_step, GATE)] = gate,
                         [RLX_VK_SPEC(delta_step, SIG)] = sig};

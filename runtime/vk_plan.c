@@ -421,8 +421,12 @@ static uint32_t pow2_at_least(uint64_t x) {
     return v;
 }
 
-/* Shared bytes of delta_chunk.comp: S [dk, cw], M [L, L], U [L, cw], four arrays of L. */
-static uint64_t delta_chunk_shared(uint64_t dk, uint64_t cw, uint64_t l) { return 4 * (dk * cw + l * l + l * cw + 4 * l); }
+/* Shared bytes of delta_chunk.comp (S [dk, cw]; X, P, U [L, cw]; three arrays of L) and of
+ * delta_prep.comp (32 staged key columns [32, L], M [L, L], three arrays of L): the larger. */
+static uint64_t delta_chunk_shared(uint64_t dk, uint64_t cw, uint64_t l) {
+    uint64_t chunk = 4 * (dk * cw + 3 * l * cw + 3 * l), prep = 4 * (32 * l + l * l + 3 * l);
+    return chunk > prep ? chunk : prep;
+}
 
 /* Decode (a few rows per sequence, or chunk 1) takes the step kernel: the state stays in registers
  * and each row costs three barriers. Prefill takes the chunked form: the intra-chunk products are
@@ -439,6 +443,8 @@ bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, co
      * rows only (the chunked form rounds by where its chunks start, as on the CPU) */
     out->chunked = chunk > 1 && (vk_deterministic(p) || (!p->rows_apart && rows >= 16));
     uint32_t cw = pow2_at_least(dv < 32 ? dv : 32);
+    if (out->chunked) /* narrower blocks: twice the workgroups, each sequential over the chunks */
+        cw = pow2_at_least(dv < 16 ? dv : 16);
     if (!out->chunked) {
         uint32_t rg = 8;
         while (rg < 64 && ceil_div(dk, rg) > 16) rg *= 2;
@@ -459,9 +465,15 @@ bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, co
             *why = "a key head too large for the chunk kernel's shared memory";
             return false;
         }
+        if (p->b->wg_row < l) { /* delta_prep.comp inverts with an invocation per column */
+            *why = "a workgroup smaller than the chunk";
+            return false;
+        }
         out->wg = p->b->wg_row;
         out->cw = cw;
         out->chunk = l;
+        /* delta_prep.comp: a sequence has at most ceil(rows / l) chunks; a few groups beside */
+        out->prep_groups = (uint32_t)(ceil_div(rows, l) + 3);
         /* a prefill program's rows are mostly one sequence's: few groups stride over the table */
         out->seq_groups = (uint32_t)(rows < 16 ? rows : 16);
     }

@@ -135,7 +135,7 @@ uint64_t vk_attention_prefill_rows(uint32_t d);
 /* The plan of ATTENTION i on attention_prefill.comp, or false for attention.comp. */
 bool vk_attention_prefill_plan(const rlx_program *p, rlx_node i, vk_prefill_plan *out);
 
-/* ---- the Gated DeltaNet delta rule: shaders/delta_step.comp, delta_chunk.comp ---- */
+/* ---- the Gated DeltaNet delta rule: shaders/delta_step.comp, delta_prep.comp + delta_chunk.comp ---- */
 
 typedef struct vk_delta_plan {
     bool chunked;      /* delta_chunk.comp (prefill) rather than delta_step.comp (decode) */
@@ -144,6 +144,7 @@ typedef struct vk_delta_plan {
     uint32_t nr;       /* delta_step: state rows per invocation */
     uint32_t chunk;    /* delta_chunk: rows per chunk */
     uint32_t col_blocks, seq_groups;
+    uint32_t prep_groups; /* delta_prep.comp: workgroups across the chunks (each strides over them) */
 } vk_delta_plan;
 
 /* The plan of DELTA_RULE node i; false (with *why) when no plan fits the device (a head too large). */

@@ -14,6 +14,7 @@ const uint RG = WG / CW;
 
 #define DELTA_SPEC_GATE 3
 #define DELTA_SPEC_SIG 4
+#define DELTA_PART 0
 #include "delta.glsl"
 
 shared float ks[RG * NR];
