@@ -472,8 +472,9 @@ bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, co
         out->wg = p->b->wg_row;
         out->cw = cw;
         out->chunk = l;
-        /* delta_prep.comp: a sequence has at most ceil(rows / l) chunks; a few groups beside */
-        out->prep_groups = (uint32_t)(ceil_div(rows, l) + 3);
+        /* delta_prep.comp: the rows fill ceil(rows / l) chunks, and one more group for the partial
+         * chunks of several sequences (the groups stride over any more) */
+        out->prep_groups = (uint32_t)(ceil_div(rows, l) + 1);
         /* a prefill program's rows are mostly one sequence's: few groups stride over the table */
         out->seq_groups = (uint32_t)(rows < 16 ? rows : 16);
     }

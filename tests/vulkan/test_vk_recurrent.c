@@ -216,6 +216,32 @@ static void scenario(int32_t rows, int32_t chunk, const char *label) {
     graph_free(&lg);
 }
 
+/* More chunks than shaders/delta_prep.comp has workgroups across them (ceil(rows / chunk) + 1: 13),
+ * so that its groups stride: five sequences of three chunks each (15), the last of one row, whose
+ * chunks start off the chunk grid of the run's rows, then each continued by a different count
+ * (one of a single row, one of exactly a chunk, others of two or three chunks), with padding rows
+ * both times. */
+static void many_chunks(void) {
+    layer_graph lg;
+    graph_make(&lg, 48, 4, false);
+    side v, c;
+    printf("  chunked kernel, more chunks than pre-pass groups (48 rows, chunk 4)\n");
+    bool ok = side_open(&v, g_vk, &lg) && side_open(&c, g_cpu, &lg);
+    static const int32_t first[5] = {9, 9, 9, 9, 9}, next[5] = {3, 12, 1, 4, 9};
+    run_rows r1 = {.slots = {4, 0, 3, 1, 2}}, r2 = {.slots = {4, 0, 3, 1, 2}};
+    add_two(&r1, 0, 0, first[0], 1, 0, first[1]);
+    add_two(&r1, 2, 0, first[2], 3, 0, first[3]);
+    add_seq(&r1, 4, 0, first[4]);
+    add_two(&r2, 0, first[0], next[0], 1, first[1], next[1]);
+    add_two(&r2, 2, first[2], next[2], 3, first[3], next[3]);
+    add_seq(&r2, 4, first[4], next[4]);
+    if (ok) run_both(&v, &c, &lg, &r1, "five sequences from 0");
+    if (ok) run_both(&v, &c, &lg, &r2, "the five continued");
+    side_close(&v);
+    side_close(&c);
+    graph_free(&lg);
+}
+
 /* A decode batch: each row its own sequence (the ROWS_APART hint), several steps. */
 static void decode_batch(void) {
     layer_graph lg;
@@ -331,6 +357,7 @@ int main(void) {
     scenario(48, 5, "chunked kernel, chunks of 5");
     scenario(48, 0, "chunked kernel, chunks of 64");
     scenario(24, 16, "chunked kernel, chunks of 16");
+    many_chunks();
     scenario(4, 0, "step kernel (a program of few rows)");
     scenario(24, 1, "step kernel (chunk 1)");
     decode_batch();
