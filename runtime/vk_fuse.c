@@ -121,13 +121,33 @@ static void fuse_l2_scale(rlx_program *p, rlx_node i) {
     absorb(p, i, VK_FUSE_L2_SCALE, m, RLX_NO_NODE);
 }
 
+/* q (k) when it is an L2_NORM, maybe under q's SCALE (VK_FUSE_L2_SCALE), read by DELTA_RULE alone;
+ * *l2 the norm. */
+static rlx_node delta_norm(const rlx_program *p, rlx_node j, rlx_node *l2) {
+    *l2 = j;
+    if (absorbable(p, j, RLX_OP_L2_NORM)) return j;
+    if (!absorbable(p, j, RLX_OP_SCALE) || node(p, j)->fuse != VK_FUSE_L2_SCALE) return RLX_NO_NODE;
+    *l2 = node(p, j)->fuse_a;
+    return j;
+}
+
 static void fuse_delta(rlx_program *p, rlx_node i) {
     const rlx_node *in = node(p, i)->info.in;
-    rlx_node v = slice_through(p, in[2]), taken[3] = {v, RLX_NO_NODE, RLX_NO_NODE};
+    rlx_node v = slice_through(p, in[2]), taken[5] = {v, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE};
     if (in[3] != in[4] && absorbable(p, in[3], RLX_OP_DELTA_GATE)) taken[1] = in[3];
     if (in[3] != in[4] && absorbable(p, in[4], RLX_OP_SIGMOID)) taken[2] = in[4];
+    /* decode (shaders/delta_step.comp): q and k normalised by the step itself, two dispatches fewer
+     * per layer; both or neither, the kernel has one switch */
+    vk_delta_plan plan;
+    const char *why = "";
+    rlx_node ql2, kl2, qn = delta_norm(p, in[0], &ql2), kn = delta_norm(p, in[1], &kl2);
+    if (vk_delta_plan_make(p, i, &plan, &why) && !plan.chunked && qn != RLX_NO_NODE && kn != RLX_NO_NODE &&
+        qn != kn && node(p, ql2)->info.attrs.eps == node(p, kl2)->info.attrs.eps) {
+        taken[3] = qn;
+        taken[4] = kn;
+    }
     bool any = false;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 5; k++)
         if (taken[k] != RLX_NO_NODE) {
             p->nodes[taken[k]].fused_into = i;
             any = true;

@@ -144,8 +144,9 @@ typedef enum {
     VK_FUSE_NORM_GATE,   /* MUL = fuse_a (RMS_NORM) * SiLU(x of fuse_b): the norm kernel multiplies by the gate */
     VK_FUSE_L2_SLICE,    /* L2_NORM reading its x through fuse_a (a SLICE, maybe under RESHAPE views) itself */
     VK_FUSE_L2_SCALE,    /* SCALE of fuse_a (L2_NORM): the l2 kernel's scale */
-    VK_FUSE_DELTA_INPUTS, /* DELTA_RULE computing its g (a DELTA_GATE), beta (a SIGMOID) or reading v through a
-                             SLICE itself: each such producer's fused_into is the DELTA_RULE */
+    VK_FUSE_DELTA_INPUTS, /* DELTA_RULE computing its g (a DELTA_GATE), beta (a SIGMOID), reading v through a
+                             SLICE, or normalising q and k (their L2_NORMs, q's maybe under a SCALE) itself:
+                             each such producer's fused_into is the DELTA_RULE */
     VK_FUSE_ATTN_STEP,   /* ATTENTION of one query row whose q is fuse_a (ROPE, maybe of an RMS_NORM) and whose
                             K write fuse_b (VK_FUSE_KV_ROPE) and V write are done by shaders/attention_step.comp */
 } vk_fuse;

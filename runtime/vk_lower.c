@@ -932,6 +932,7 @@ static rlx_status lower_MUL(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
+    if (n->fused_into != RLX_NO_NODE) return NULL; /* q's scale, absorbed by DELTA_RULE (vk_fuse.c) */
     if (n->fuse == VK_FUSE_L2_SCALE) return vk_emit_l2_norm(p, i, n->fuse_a, n->info.attrs.scale);
     if (n->fuse == VK_FUSE_NORM_SCALE)
         return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, n->info.attrs.scale, false});

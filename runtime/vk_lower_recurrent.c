@@ -104,6 +104,29 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
                    chan_groups * seq_groups);
 }
 
+#define DELTA_PUSH_WORDS 21 /* shaders/delta.glsl Push */
+
+/* q and k's L2_NORMs (q's maybe under its SCALE) absorbed by DELTA_RULE x: bind their inputs (or
+ * the SLICEs' sources) as Q and K, and set the push words that tell the step kernel so. */
+static rlx_status absorbed_norms(rlx_program *p, const rlx_node *x, vk_range *bind, uint32_t *push) {
+    float scale = 1.0f;
+    rlx_node l2[2] = {x[0], x[1]};
+    if (node(p, x[0])->info.op == RLX_OP_SCALE) {
+        scale = node(p, x[0])->info.attrs.scale;
+        l2[0] = node(p, x[0])->fuse_a;
+    }
+    int binds[2] = {RLX_VK_BIND(delta_step, Q), RLX_VK_BIND(delta_step, K)};
+    for (int k = 0; k < 2; k++) {
+        const vk_node *n = node(p, l2[k]);
+        rlx_node s = n->fuse == VK_FUSE_L2_SLICE ? n->fuse_a : RLX_NO_NODE;
+        RLX_TRY(operand(p, s, n->info.in[0], &bind[binds[k]], &push[12 + 3 * k]));
+    }
+    push[18] = f32_bits(node(p, l2[0])->info.attrs.eps);
+    push[19] = f32_bits(scale);
+    push[20] = 1; /* one eps: fuse_delta fuses only norms of equal eps */
+    return NULL;
+}
+
 /* The chunked form: delta_prep.comp's records of every (chunk, value head) into the node's
  * scratch, then delta_chunk.comp's walk of the state over them. `bind` and `push` are
  * delta_step.comp's (the operands and push constants of all three kernels). */
@@ -132,14 +155,14 @@ static rlx_status emit_chunked(rlx_program *p, rlx_node i, const vk_delta_plan *
     uint32_t seq_groups = push[8];
     push[8] = plan->prep_groups; /* delta_prep.comp strides its chunks over these */
     RLX_TRY(vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_prep, prep_spec, prep_bind, 7, prep_reads,
-                    RLX_VK_BIT(delta_prep, WY), push, 48, (uint64_t)plan->prep_groups * hv));
+                    RLX_VK_BIT(delta_prep, WY), push, DELTA_PUSH_WORDS * 4, (uint64_t)plan->prep_groups * hv));
     push[8] = seq_groups;
     uint32_t spec[4] = {[RLX_VK_SPEC_WG] = plan->wg, [RLX_VK_SPEC(delta_chunk, CW)] = plan->cw,
                         [RLX_VK_SPEC(delta_chunk, L)] = plan->chunk, [RLX_VK_SPEC(delta_chunk, DK)] = dk};
     uint32_t reads = RLX_VK_BIT(delta_chunk, Q) | RLX_VK_BIT(delta_chunk, K) | RLX_VK_BIT(delta_chunk, V) |
                      RLX_VK_BIT(delta_chunk, STATE) | RLX_VK_BIT(delta_chunk, WY);
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_delta_chunk, spec, chunk_bind, 6, reads,
-                   RLX_VK_BIT(delta_chunk, STATE) | RLX_VK_BIT(delta_chunk, OUT), push, 48,
+                   RLX_VK_BIT(delta_chunk, STATE) | RLX_VK_BIT(delta_chunk, OUT), push, DELTA_PUSH_WORDS * 4,
                    (uint64_t)plan->seq_groups * hv * plan->col_blocks);
 }
 
@@ -173,15 +196,16 @@ rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
     uint32_t off, floats;
     state_words(p, x[5], &off, &floats);
     uint64_t rows = (uint64_t)n->info.shape.dim[0], hv = (uint64_t)n->info.shape.dim[1];
-    uint32_t push[12] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv, (uint32_t)q->info.shape.dim[2],
-                         (uint32_t)n->info.shape.dim[2], off, floats, plan.col_blocks, plan.seq_groups,
-                         vwords[0], vwords[1], vwords[2]};
+    uint32_t push[DELTA_PUSH_WORDS] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv,
+                                       (uint32_t)q->info.shape.dim[2], (uint32_t)n->info.shape.dim[2], off, floats,
+                                       plan.col_blocks, plan.seq_groups, vwords[0], vwords[1], vwords[2]};
+    if (node(p, x[0])->fused_into == i) /* q and k normalised here (vk_fuse.c fuse_delta): both or neither */
+        RLX_TRY(absorbed_norms(p, x, bind, push));
     uint32_t reads = RLX_VK_BIT(delta_step, Q) | RLX_VK_BIT(delta_step, K) | RLX_VK_BIT(delta_step, V) |
                      RLX_VK_BIT(delta_step, G) | RLX_VK_BIT(delta_step, BETA) | RLX_VK_BIT(delta_step, STATE) |
                      (gate ? RLX_VK_BIT(delta_step, GATE_A) | RLX_VK_BIT(delta_step, GATE_BIAS) : 0u);
     uint32_t writes = RLX_VK_BIT(delta_step, STATE) | RLX_VK_BIT(delta_step, OUT);
     uint64_t groups = (uint64_t)plan.seq_groups * hv * plan.col_blocks;
-    _Static_assert(sizeof push == 48, "shaders/delta.glsl Push");
     if (plan.chunked) return emit_chunked(p, i, &plan, bind, push, gate, sig);
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = plan.wg, [RLX_VK_SPEC(delta_step, CW)] = plan.cw,
                         [RLX_VK_SPEC(delta_step, NR)] = plan.nr, [RLX_VK_SPEC(delta_step, GATE)] = gate,

@@ -41,6 +41,12 @@ layout(push_constant) uniform Push {
     uint col_blocks;   // workgroups across a head's columns
     uint seq_groups;   // workgroups across the table rows (each strides over them)
     uint v_len, v_in_cols, v_begin;
+    // delta_step.comp with q and k's L2_NORMs (and q's SCALE) absorbed (runtime/vk_fuse.c
+    // fuse_delta): norm != 0, q and k read through SLICEs as v is (q_len, k_len != 0), each row
+    // normalised by 1 / sqrt(sum(x^2) + eps), q's also times q_scale
+    uint q_len, q_in_cols, q_begin, k_len, k_in_cols, k_begin;
+    float eps, q_scale;
+    uint norm;
 } p;
 
 #if DELTA_PART != 2
@@ -55,6 +61,12 @@ float beta_of(uint r, uint h) {
     float x = beta[r * p.hv + h];
     return SIG != 0u ? 1.0 / (1.0 + exp(-x)) : x;
 }
+#endif
+
+#if DELTA_PART == 0
+// Element f of q, k as DELTA_RULE reads them (before the norm, when it absorbed one).
+float q_at(uint f) { return q[p.q_len == 0u ? f : (f / p.q_len) * p.q_in_cols + p.q_begin + f % p.q_len]; }
+float k_at(uint f) { return k[p.k_len == 0u ? f : (f / p.k_len) * p.k_in_cols + p.k_begin + f % p.k_len]; }
 #endif
 
 #if DELTA_PART != 1

@@ -7,6 +7,7 @@
 // first row is position 0 starts from zeros; padding rows' outputs are 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "reduce.glsl"
 
 layout(constant_id = 1) const uint CW = 32; // state columns per workgroup; WG = CW * RG
 layout(constant_id = 2) const uint NR = 16; // state rows per invocation: RG * NR >= dk
@@ -41,10 +42,20 @@ void main() {
         for (uint t = 0u; t < count; t++) {
             uint r = rlx_seq_row(s, t);
             barrier(); // the previous row's readers of ks, qs, red are done
+            float kss = 0.0, qss = 0.0;
             for (uint i = tid; i < RG * NR; i += WG) {
                 bool ok = i < p.dk;
-                ks[i] = ok ? k[(r * p.hk + kh) * p.dk + i] : 0.0;
-                qs[i] = ok ? q[(r * p.hk + kh) * p.dk + i] : 0.0;
+                float kv = ok ? k_at((r * p.hk + kh) * p.dk + i) : 0.0, qv = ok ? q_at((r * p.hk + kh) * p.dk + i) : 0.0;
+                ks[i] = kv;
+                qs[i] = qv;
+                kss += kv * kv;
+                qss += qv * qv;
+            }
+            // the absorbed L2_NORMs: k's factor applies where ks is read, q's to the output
+            float kn = 1.0, qn = 1.0;
+            if (p.norm != 0u) {
+                kn = 1.0 / sqrt(wg_sum(kss) + p.eps);
+                qn = p.q_scale / sqrt(wg_sum(qss) + p.eps);
             }
             barrier();
             float decay = exp(gate_of(r, h)), b = beta_of(r, h);
@@ -53,6 +64,7 @@ void main() {
                 S[n] *= decay;
                 part += S[n] * ks[rg + RG * n];
             }
+            part *= kn;
             red[tid] = part;
             barrier();
             if (rg == 0u) {
@@ -61,13 +73,13 @@ void main() {
                 us[j] = colok ? b * (v_of(r, h, col) - sk) : 0.0;
             }
             barrier();
-            float u = us[j];
+            float u = us[j] * kn;
             part = 0.0;
             [[unroll]] for (uint n = 0u; n < NR; n++) {
                 S[n] += ks[rg + RG * n] * u;
                 part += S[n] * qs[rg + RG * n];
             }
-            red[tid] = part;
+            red[tid] = part * qn;
             barrier();
             if (rg == 0u && colok) {
                 float acc = 0.0;

@@ -1435,6 +1435,15 @@ static void delta_case(int64_t rows, int32_t chunk, const step *steps, int n_ste
     rlx_node st = rlx_state(t.g, 0, 7, vkt_shape(3, 4, 16, 8));
     rlx_graph_mark_output(t.g, rlx_delta_rule(t.g, q, k, v, g, beta, st, chunk), "o");
     compare_fresh(RLX_OP_DELTA_RULE, label, &t, steps, n_steps);
+    /* prefill: the pre-pass and the chunk walk, the norms their own dispatches; decode: the step
+     * kernel alone, normalising q and k itself (runtime/vk_fuse.c fuse_delta) */
+    size_t l2 = vk_dispatch_count(&t, RLX_VK_KERNEL_l2_norm), prep = vk_dispatch_count(&t, RLX_VK_KERNEL_delta_prep);
+    size_t walk = vk_dispatch_count(&t, RLX_VK_KERNEL_delta_chunk), step1 = vk_dispatch_count(&t, RLX_VK_KERNEL_delta_step);
+    bool chunked = rows >= 16;
+    T_CHECK(l2 == (chunked ? 2u : 0u) && prep == chunked && walk == chunked && step1 == !chunked,
+            "%s: dispatches l2_norm %zu, delta_prep %zu, delta_chunk %zu, delta_step %zu", label, l2, prep, walk, step1);
+    printf("  %-10s %-44s l2_norm %zu, delta_prep %zu, delta_chunk %zu, delta_step %zu\n", "DELTA_RULE", label, l2, prep,
+           walk, step1);
     vkt_graph_free(&t);
 }
 
