@@ -13,7 +13,7 @@
  *     trip, rows per group) follows the row count, nor the cooperative kernel (off: rlx_vk_tuning);
  *   - ATTENTION: shaders/attention.comp without key splits (their ranges follow the KV capacity),
  *     never attention_prefill.comp (it takes over from 16 query rows);
- *   - DELTA_RULE: shaders/delta_chunk.comp for every row count (a sequence's bits then follow its
+ *   - DELTA_RULE: shaders/delta_prep.comp + delta_chunk.comp for every row count (a sequence's bits then follow its
  *     own rows and where its chunks start, as on the CPU), never delta_step.comp; CAUSAL_CONV its
  *     prefill form (vk_lower_recurrent.c);
  *   - fusions that exist for one row or for matvec.comp only (vk_fuse.c: attention_step, the norm
@@ -429,8 +429,9 @@ static uint64_t delta_chunk_shared(uint64_t dk, uint64_t cw, uint64_t l) {
 }
 
 /* Decode (a few rows per sequence, or chunk 1) takes the step kernel: the state stays in registers
- * and each row costs three barriers. Prefill takes the chunked form: the intra-chunk products are
- * parallel and the state is touched once per chunk. Either way a workgroup owns a block of state
+ * and each row costs three barriers (seven with q and k normalised there). Prefill takes the
+ * chunked form: a pre-pass does the state-free intra-chunk work of all chunks in parallel, and the
+ * state is touched once per chunk. Either way a workgroup owns a block of state
  * columns of one head, so the state is read and written once per run. */
 bool vk_delta_plan_make(const rlx_program *p, rlx_node i, vk_delta_plan *out, const char **why) {
     const vk_node *n = node(p, i), *q = in(p, i, 0);

@@ -4,7 +4,9 @@
 // the head's state S [dk, dv] in registers for the whole run, so each run reads and writes the
 // state once. For each row of the sequence, in row order: S <- e^g S; u = beta (v - S^T k);
 // S <- S + k u^T; o = S^T q, with the sums over S's rows met in shared memory. A sequence whose
-// first row is position 0 starts from zeros; padding rows' outputs are 0.
+// first row is position 0 starts from zeros; padding rows' outputs are 0. With p.norm (q and k's
+// L2_NORMs absorbed, shaders/delta.glsl) each row's q and k are normalised here: the factors apply
+// to the products, not to the staged rows, which saves a barrier.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "reduce.glsl"
