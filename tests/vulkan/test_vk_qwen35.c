@@ -246,7 +246,9 @@ int main(int argc, char **argv) {
         if (!T_OK(rlx_model_open(t_fixture(rel), &m))) continue;
         bool has_ref = !strcmp(models[k], "F32") || !strcmp(models[k], "F16");
         side v, c;
-        bool ok = side_open(&v, g_vk, m, ops) & side_open(&c, g_cpu, m, ops);
+        bool ok_v = side_open(&v, g_vk, m, ops); /* both opened, so both can be closed */
+        bool ok_c = side_open(&c, g_cpu, m, ops);
+        bool ok = ok_v && ok_c;
         for (size_t pi = 0; ok && pi < json_array_size(prompts); pi++)
             check_prompt(&v, &c, models[k], pi, json_array_get(prompts, pi), (int32_t)m->config.n_vocab, has_ref);
         side_close(&v);
