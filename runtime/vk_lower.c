@@ -11,7 +11,7 @@
 #include "runtime/vk_lower.h"
 
 #define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */
-#define MAX_EXPERTS 1024 /* shaders/moe_route.comp: 32 words of chosen bits */
+#define MAX_EXPERTS 1024 /* shaders/moe_route.comp: the row in shared memory, 32 words of chosen bits */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
@@ -1021,7 +1021,7 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     uint32_t push[5] = {(uint32_t)rows, (uint32_t)experts, (uint32_t)n->info.attrs.top_k, n->info.attrs.norm_topk,
                         tok_rows(n)};
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, RLX_VK_BIT(moe_route, X),
-                   RLX_VK_BIT(moe_route, OUT), push, sizeof push, ceil_div(rows, p->b->wg));
+                   RLX_VK_BIT(moe_route, OUT), push, sizeof push, rows);
 }
 
 /* One expert pass of MOE_FFN (shaders/moe_mv.comp). */

@@ -623,15 +623,17 @@ static void test_MOE_ROUTE(void) {
         int64_t n, e;
         int32_t k;
         bool norm;
-    } cases[] = {{5, 4, 2, true}, {5, 4, 2, false}, {3, 60, 4, true}, {1, 8, 1, false}, {2, 128, 8, true}};
+    } cases[] = {{5, 4, 2, true},  {5, 4, 2, false},   {3, 60, 4, true},
+                 {1, 8, 1, false}, {2, 128, 8, true},  {2, 256, 8, true}, {4, 300, 3, false},
+                 {2, 256, 2, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         vkt_graph t;
         vkt_graph_init(&t);
         rlx_node x = vkt_input_f32(&t, &g_rng, vkt_shape(2, cases[c].n, cases[c].e, 0), 3.0f);
-        if (c == 0) { /* ties between experts 1 and 3 */
-            float *v = t.in[0];
-            v[1] = v[3] = 5.0f;
-        }
+        float *v = t.in[0];
+        if (c == 0) v[1] = v[3] = 5.0f; /* ties between experts 1 and 3 */
+        if (c == 7) /* top 2 of a three-way tie, held by different invocations and subgroups: the lower indices */
+            v[5] = v[70] = v[200] = v[256 + 9] = v[256 + 130] = v[256 + 131] = 9.0f;
         rlx_graph_mark_output(t.g, rlx_moe_route(t.g, x, cases[c].k, cases[c].norm), "r");
         char label[64];
         snprintf(label, sizeof label, "[%lld,%lld] top %d%s", (long long)cases[c].n, (long long)cases[c].e,
