@@ -213,24 +213,6 @@ static rlx_status check_pages(const rlx_session *s, const int32_t *src, const in
     return NULL;
 }
 
-/* Whether copy i touches a page that an earlier copy since `from` writes, or writes one it reads:
- * then a barrier keeps them in order. */
-static bool page_hazard(const int32_t *src, const int32_t *dst, int32_t from, int32_t i) {
-    for (int32_t j = from; j < i; j++)
-        if (dst[j] == src[i] || dst[j] == dst[i] || src[j] == dst[i]) return true;
-    return false;
-}
-
-static void transfer_barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src_stage,
-                             VkAccessFlags src_access, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = src_access,
-        .dstAccessMask = dst_access,
-    };
-    d->vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
-}
-
 typedef struct page_copies {
     const rlx_session *s;
     const int32_t *src, *dst;
@@ -246,14 +228,14 @@ static void record_page_copies(void *ctx, VkCommandBuffer cb) {
     rlx_vk_device *d = s->b->dev;
     VkDeviceSize rows = (VkDeviceSize)s->kv.page_size * (VkDeviceSize)s->kv.n_head_kv * vk_kv_elem_bytes(s);
     VkDeviceSize k_page = rows * (VkDeviceSize)s->kv.head_dim, v_page = rows * (VkDeviceSize)s->kv.head_dim_v;
-    transfer_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
-                     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     for (int32_t i = 0, from = 0; i < n; i++) {
         if (src[i] == dst[i]) continue;
-        if (page_hazard(src, dst, from, i)) {
-            transfer_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                             VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+        if (rlx_vk_copy_hazard(src, dst, from, i)) {
+            rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
             from = i;
         }
         for (int32_t l = 0; l < s->kv.n_layer; l++) {
@@ -266,8 +248,8 @@ static void record_page_copies(void *ctx, VkCommandBuffer cb) {
             d->vk.vkCmdCopyBuffer(cb, v->buffer, v->buffer, 1, &cv);
         }
     }
-    transfer_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
 /* One submission of every copy, in order (a barrier where a copy depends on an earlier one). */

@@ -630,23 +630,8 @@ static bool needs_barrier(const hazards *h, const vk_dispatch *dp) {
 }
 
 static void compute_barrier(rlx_vk_device *d, VkCommandBuffer cb) {
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
-    };
-    d->vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                               &mb, 0, NULL, 0, NULL);
-}
-
-static void barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
-                    VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = src_access,
-        .dstAccessMask = dst_access,
-    };
-    d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 static rlx_status record_dispatches(rlx_program *p, VkCommandBuffer cb, const vk_dispatch_list *list,
@@ -708,10 +693,10 @@ static rlx_status begin_cb(rlx_program *p, VkCommandBuffer *cb, VkCommandBufferU
 
 /* Everything earlier on the queue (uploads, other programs' KV writes) before anything after. */
 static void after_earlier_work(rlx_vk_device *d, VkCommandBuffer cb) {
-    barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                VK_ACCESS_TRANSFER_WRITE_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_TRANSFER_WRITE_BIT);
 }
 
 static rlx_status run_init(rlx_program *p) {
@@ -732,8 +717,8 @@ static void record_input_copy(rlx_program *p, VkCommandBuffer cb) {
     after_earlier_work(d, cb);
     VkBufferCopy in = {p->in_host.offset, p->in_dev.offset, p->in_size};
     d->vk.vkCmdCopyBuffer(cb, p->in_host.buffer, p->in_dev.buffer, 1, &in);
-    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 /* Bytes copied out for output o: its f32 or i32 values, or an F16 pool's elements, which the
@@ -759,8 +744,8 @@ static void read_output(const rlx_program *p, int32_t o, const uint8_t *rb, void
 
 static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
     rlx_vk_device *d = p->b->dev;
-    barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_TRANSFER_READ_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy st = {p->in_dev.offset + p->status_offset, p->rb.offset, STATUS_BYTES};
     d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &st);
     for (int32_t o = 0; o < p->n_outputs; o++) {
@@ -772,8 +757,8 @@ static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
         VkBufferCopy c = {p->in_dev.offset + p->ring_offset, p->rb.offset + p->rb_ring_offset, RING_BYTES};
         d->vk.vkCmdCopyBuffer(cb, p->in_dev.buffer, p->rb.buffer, 1, &c);
     }
-    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_HOST_READ_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                       VK_ACCESS_HOST_READ_BIT);
 }
 
 /* A chain's parts: the input copy, one run with the step after it (submitted k times in one batch,

@@ -744,6 +744,22 @@ rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fenc
     return rlx_vk_submit_batch(d, &cb, 1, fence, (rlx_vk_wait){0}, what);
 }
 
+void rlx_vk_cmd_barrier(const rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+                        VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = src_access,
+        .dstAccessMask = dst_access,
+    };
+    d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+bool rlx_vk_copy_hazard(const int32_t *src, const int32_t *dst, int32_t from, int32_t i) {
+    for (int32_t j = from; j < i; j++)
+        if (dst[j] == dst[i] || (src[i] >= 0 && dst[j] == src[i]) || (src[j] >= 0 && src[j] == dst[i])) return true;
+    return false;
+}
+
 rlx_status rlx_vk_run_once(rlx_vk_device *d, rlx_vk_record_fn record, void *ctx, const char *noun, const char *doing) {
     char what[96];
     VkCommandBuffer cb = VK_NULL_HANDLE;

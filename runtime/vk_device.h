@@ -140,6 +140,15 @@ void rlx_vk_device_close(rlx_vk_device *d); /* NULL is fine; releases the regist
  * Device loss (real, or injected by vk_fault.h) marks d lost; on a lost device it fails at once. */
 rlx_status rlx_vk_submit_wait(rlx_vk_device *d, VkCommandBuffer cb, VkFence fence, const char *what);
 
+/* A global memory barrier from (src stages, src accesses) to (dst stages, dst accesses). */
+void rlx_vk_cmd_barrier(const rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+                        VkPipelineStageFlags dst, VkAccessFlags dst_access);
+
+/* In a list of copies src[k] -> dst[k] recorded in order (src -1: a fill, which reads nothing),
+ * whether copy i touches what an earlier copy since `from` writes, or writes what one reads: then
+ * a barrier before it keeps them in order. */
+bool rlx_vk_copy_hazard(const int32_t *src, const int32_t *dst, int32_t from, int32_t i);
+
 /* One-shot work: a command buffer from d's pool, recorded by record(ctx, cb), submitted and waited
  * for, then freed (downloads, page copies). Errors name the work: "allocating a <noun>", "creating
  * a <noun> fence", "beginning / ending a <noun>", and `doing` for the submission. */

@@ -56,29 +56,11 @@ void vk_state_free(rlx_session *s) {
 
 /* ---- copy_state ---- */
 
-static void barrier(rlx_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
-                    VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = src_access,
-        .dstAccessMask = dst_access,
-    };
-    d->vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
-}
-
 typedef struct state_copies {
     const rlx_session *s;
     const int32_t *src, *dst;
     int32_t n;
 } state_copies;
-
-/* Whether copy i reads or writes a slot an earlier copy since `from` writes, or writes one it
- * reads: a barrier keeps them in order (copies run in order, ir/backend.h). */
-static bool slot_hazard(const int32_t *src, const int32_t *dst, int32_t from, int32_t i) {
-    for (int32_t j = from; j < i; j++)
-        if (dst[j] == dst[i] || (src[i] >= 0 && dst[j] == src[i]) || (src[j] >= 0 && src[j] == dst[i])) return true;
-    return false;
-}
 
 static void record_state_copies(void *ctx, VkCommandBuffer cb) {
     const state_copies *sc = ctx;
@@ -86,12 +68,13 @@ static void record_state_copies(void *ctx, VkCommandBuffer cb) {
     rlx_vk_device *d = s->b->dev;
     VkDeviceSize slot = (VkDeviceSize)s->kv.state_floats * 4u;
     VkAccessFlags rw = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, rw);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, rw);
     for (int32_t i = 0, from = 0; i < sc->n; i++) {
         if (sc->src[i] == sc->dst[i]) continue;
-        if (slot_hazard(sc->src, sc->dst, from, i)) {
-            barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                    rw);
+        if (rlx_vk_copy_hazard(sc->src, sc->dst, from, i)) {
+            rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                               VK_PIPELINE_STAGE_TRANSFER_BIT, rw);
             from = i;
         }
         for (int32_t l = 0; l < s->kv.n_layer; l++) {
@@ -106,8 +89,8 @@ static void record_state_copies(void *ctx, VkCommandBuffer cb) {
             d->vk.vkCmdCopyBuffer(cb, a->buffer, a->buffer, 1, &c);
         }
     }
-    barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+    rlx_vk_cmd_barrier(d, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
 rlx_status vk_copy_state(rlx_session *s, const int32_t *src, const int32_t *dst, int32_t n) {
