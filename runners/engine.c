@@ -325,6 +325,18 @@ static bool generating(const eng_seq *s) {
     return (s->state == RLX_SEQ_RUNNING || s->state == RLX_SEQ_WAITING) && s->n_gen < s->opts.n_new;
 }
 
+/* A sequence with tokens to compute goes back to the scheduler: a new generation from nothing
+ * generated, logits kept from position logits_from, behind every sequence queued before it. */
+static void requeue(rlx_engine *e, eng_seq *s, int32_t logits_from) {
+    s->logits_from = logits_from;
+    s->logits_rows = 0;
+    s->n_gen = 0;
+    s->finish = RLX_FINISH_NONE;
+    s->ahead = 1;
+    s->state = s->resident ? RLX_SEQ_RUNNING : RLX_SEQ_WAITING;
+    s->ticket = ++e->n_tickets;
+}
+
 rlx_status rlx_engine_seq_append(rlx_engine *e, int32_t id, const int32_t *ids, int32_t n) {
     eng_seq *s;
     RLX_TRY(get_seq(e, id, "seq_append", &s));
@@ -350,13 +362,7 @@ rlx_status rlx_engine_seq_append(rlx_engine *e, int32_t id, const int32_t *ids, 
         }
     }
     /* a sequence that ended with an uncomputed token computes it with these */
-    s->logits_from = s->table.n_tokens;
-    s->logits_rows = 0;
-    s->n_gen = 0;
-    s->finish = RLX_FINISH_NONE;
-    s->ahead = 1;
-    s->state = s->resident ? RLX_SEQ_RUNNING : RLX_SEQ_WAITING;
-    s->ticket = ++e->n_tickets;
+    requeue(e, s, s->table.n_tokens);
     return NULL;
 }
 
@@ -371,13 +377,7 @@ rlx_status rlx_engine_seq_compute(rlx_engine *e, int32_t id) {
     s->n_tokens = owed; /* a generated token never run goes: the state never held it */
     rlx_seq_opts quiet = {0};
     RLX_TRY(apply_opts(e, s, &quiet));
-    s->logits_from = owed;
-    s->logits_rows = 0;
-    s->n_gen = 0;
-    s->finish = RLX_FINISH_NONE;
-    s->ahead = 1;
-    s->state = s->resident ? RLX_SEQ_RUNNING : RLX_SEQ_WAITING;
-    s->ticket = ++e->n_tickets;
+    requeue(e, s, owed);
     return NULL;
 }
 
