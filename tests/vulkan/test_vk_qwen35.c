@@ -24,6 +24,7 @@
 #include "loader/format/model.h"
 #include "runners/family.h"
 #include "runners/qwen35.h"
+#include "test_qwen35_ref.h"
 #include "test_util.h"
 #include "test_vk_util.h"
 
@@ -214,9 +215,7 @@ static void check_prompt(side *v, side *c, const char *label, size_t pi, const j
 
 int main(int argc, char **argv) {
     const char *fam = argc > 1 ? argv[1] : "";
-    const rlx_family_ops *ops = !strcmp(fam, "qwen35")      ? &rlx_family_qwen35_ops
-                                : !strcmp(fam, "qwen35moe") ? &rlx_family_qwen35moe_ops
-                                                            : NULL;
+    const rlx_family_ops *ops = t_qwen35_family(fam);
     if (!ops) {
         fprintf(stderr, "usage: test_vk_qwen35 qwen35|qwen35moe [F32|F16|Q8_0|Q4_K_M...]\n");
         return 2;
@@ -226,12 +225,8 @@ int main(int argc, char **argv) {
     t_require_fixture(rel);
     json_t *ref = t_load_json(t_fixture(rel));
     const json_t *prompts = json_object_get(ref, "prompts");
-    size_t longest = 1, steps = 0;
-    for (size_t pi = 0; pi < json_array_size(prompts); pi++) {
-        const json_t *pr = json_array_get(prompts, pi);
-        if (json_array_size(json_object_get(pr, "ids")) > longest) longest = json_array_size(json_object_get(pr, "ids"));
-        if (json_array_size(json_object_get(pr, "greedy")) > steps) steps = json_array_size(json_object_get(pr, "greedy"));
-    }
+    size_t longest, steps;
+    t_qwen35_ref_extent(prompts, &longest, &steps);
     g_rows = (int32_t)((longest + PAGE - 1) / PAGE * PAGE);
     g_kv_cap = (int32_t)((longest + steps + PAGE - 1) / PAGE * PAGE);
     g_vk = vkt_backend();
