@@ -260,11 +260,7 @@ static rlx_status bind_cache(const rlx_session *s, rlx_node i, rlx_cpu_node *n) 
 static rlx_status bind_state(const rlx_session *s, rlx_node i, rlx_cpu_node *n) {
     const rlx_attrs *a = &n->info.attrs;
     bool recurrent = a->layer < s->kv.n_layer && s->state[a->layer];
-    if (!recurrent || a->state_offset > s->kv.state_floats - n->numel)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d STATE layer %d floats [%" PRId64 ", +%" PRId64
-                          ") is not within a recurrent layer's state of the session (%d layers, %lld floats per slot%s)",
-                          i, a->layer, a->state_offset, n->numel, s->kv.n_layer, (long long)s->kv.state_floats,
-                          a->layer < s->kv.n_layer && !recurrent ? "; this layer is not recurrent" : "");
+    RLX_TRY(rlx_backend_check_state_node(&s->kv, recurrent, i, a->layer, a->state_offset, n->numel));
     n->store = CPU_STORE_STATE;
     return NULL;
 }

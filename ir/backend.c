@@ -143,3 +143,12 @@ rlx_status rlx_state_spec_check(const rlx_state_spec *s) {
                           (long long)s->state_floats, recurrent ? ", expected both >= 1 for the recurrent layers" : "");
     return NULL;
 }
+
+rlx_status rlx_backend_check_state_node(const rlx_state_spec *kv, bool recurrent, rlx_node i, int32_t layer,
+                                        int64_t offset, int64_t numel) {
+    if (recurrent && offset <= kv->state_floats - numel) return NULL;
+    return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d STATE layer %d floats [%" PRId64 ", +%" PRId64
+                      ") is not within a recurrent layer's state of the session (%d layers, %lld floats per slot%s)",
+                      i, layer, offset, numel, kv->n_layer, (long long)kv->state_floats,
+                      layer < kv->n_layer && !recurrent ? "; this layer is not recurrent" : "");
+}

@@ -111,6 +111,12 @@ rlx_status rlx_backend_check_rows(const rlx_run_args *a, const rlx_rows_bounds *
  * positions in row order. NULL rows (the single-sequence form, slot 0) need one slot. */
 rlx_status rlx_backend_check_state_rows(const rlx_run_args *a, int32_t n_state_slots);
 
+/* The check of a STATE node at compile (ir/ops.def): its floats [offset, offset + numel) lie
+ * within the state of a layer of kv that the session keeps recurrent (`recurrent`), else
+ * RLX_ERR_INVALID_ARGUMENT naming the node. */
+rlx_status rlx_backend_check_state_node(const rlx_state_spec *kv, bool recurrent, rlx_node i, int32_t layer,
+                                        int64_t offset, int64_t numel);
+
 /* The pool row of position pos of table row seq (after rlx_backend_check_rows passed). */
 static inline int64_t rlx_rows_pool_row(const rlx_run_rows *r, int32_t seq, int32_t pos, int32_t page_size) {
     int32_t page = r->pages[(int64_t)seq * r->page_cols + pos / page_size];

@@ -235,12 +235,8 @@ static rlx_status bind_state(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
     const rlx_session *s = p->s;
     const rlx_attrs *a = &n->info.attrs;
-    bool recurrent = vk_layer_recurrent(s, a->layer);
-    if (!recurrent || a->state_offset > s->kv.state_floats - n->numel)
-        return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "compile: %%%d STATE layer %d floats [%" PRId64 ", +%" PRId64
-                          ") is not within a recurrent layer's state of the session (%d layers, %lld floats per slot%s)",
-                          i, a->layer, a->state_offset, n->numel, s->kv.n_layer, (long long)s->kv.state_floats,
-                          a->layer < s->kv.n_layer && !recurrent ? "; this layer is not recurrent" : "");
+    RLX_TRY(rlx_backend_check_state_node(&s->kv, vk_layer_recurrent(s, a->layer), i, a->layer, a->state_offset,
+                                         n->numel));
     n->store = VK_STORE_STATE;
     p->has_state = true;
     return NULL;
