@@ -35,8 +35,38 @@ layout(push_constant) uniform Push {
 #include "dequant.glsl"
 #include "act.glsl"
 
+// A row's routed experts in index order (slot s is the s-th) and their route weights, found once
+// per workgroup by its first subgroup (a prefix count per subgroup-wide step over the E weights):
+// every output row of the workgroup reads them from here, where each scanning route itself cost
+// the dispatch slots x E loads per output row. Rows of more than MAX_SLOTS slots (a route that did
+// not come from MOE_ROUTE) scan route as they go.
+const uint MAX_SLOTS = 64u;
+shared uint slot_e[MAX_SLOTS];
+shared float slot_w[MAX_SLOTS];
+shared uint slot_n;
+
+void load_slots(uint i) {
+    if (p.slots > MAX_SLOTS) return;
+    if (gl_SubgroupID == 0u) {
+        uint n = 0u;
+        for (uint e0 = 0u; e0 < p.experts && n < p.slots; e0 += gl_SubgroupSize) {
+            uint e = e0 + gl_SubgroupInvocationID;
+            float w = e < p.experts ? route[i * p.experts + e] : 0.0;
+            uint on = w != 0.0 ? 1u : 0u, rank = n + subgroupExclusiveAdd(on);
+            if (on != 0u && rank < p.slots) {
+                slot_e[rank] = e;
+                slot_w[rank] = w;
+            }
+            n += subgroupAdd(on);
+        }
+        if (subgroupElect()) slot_n = min(n, p.slots);
+    }
+    barrier();
+}
+
 // Expert index of slot s of row i, or 0xffffffff when the row routes to fewer experts.
 uint slot_expert(uint i, uint s) {
+    if (p.slots <= MAX_SLOTS) return s < slot_n ? slot_e[s] : 0xffffffffu;
     uint n = 0u;
     for (uint e = 0u; e < p.experts; e++) {
         if (route[i * p.experts + e] != 0.0) {
@@ -45,6 +75,11 @@ uint slot_expert(uint i, uint s) {
         }
     }
     return 0xffffffffu;
+}
+
+// The route weight of slot s (expert e) of row i.
+float slot_weight(uint i, uint s, uint e) {
+    return p.slots <= MAX_SLOTS ? slot_w[s] : route[i * p.experts + e];
 }
 
 // This subgroup's share of route-weighted dot products: lanes split the row, subgroupAdd reduces.
@@ -68,21 +103,23 @@ void main() {
     uint f0 = (gid % blocks) * R;
     if (MODE == 2u) {
         uint i = gid / blocks;
-        if (i >= valid_rows(p.rows, p.tok)) return;
+        if (i >= valid_rows(p.rows, p.tok)) return; // uniform: a workgroup is one row
+        load_slots(i);
         for (uint rr = gl_SubgroupID; rr < R && f0 + rr < p.m; rr += gl_NumSubgroups) {
             uint d = f0 + rr;
             float acc = 0.0;
             for (uint s = 0u; s < p.slots; s++) {
                 uint e = slot_expert(i, s);
                 if (e == 0xffffffffu) break;
-                acc += route[i * p.experts + e] * dot_row(e, d, (i * p.slots + s) * p.k);
+                acc += slot_weight(i, s, e) * dot_row(e, d, (i * p.slots + s) * p.k);
             }
             if (lane == 0u) y[i * p.m + d] = acc;
         }
         return;
     }
     uint s = (gid / blocks) % p.slots, i = gid / (blocks * p.slots);
-    if (i >= valid_rows(p.rows, p.tok)) return;
+    if (i >= valid_rows(p.rows, p.tok)) return; // uniform
+    load_slots(i);
     uint e = slot_expert(i, s);
     for (uint rr = gl_SubgroupID; rr < R && f0 + rr < p.m; rr += gl_NumSubgroups) {
         uint f = f0 + rr, yi = (i * p.slots + s) * p.m + f;
