@@ -345,11 +345,52 @@ static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
     p->nodes[i].fused_into = last;
 }
 
+/* The one live node that reads j (j has one consumer), or RLX_NO_NODE. */
+static rlx_node consumer_of(const rlx_program *p, rlx_node j) {
+    for (rlx_node c = j + 1; c < p->n_nodes; c++)
+        if (node(p, c)->live && vk_reads(p, c, j)) return c;
+    return RLX_NO_NODE;
+}
+
+static bool same_numel(const rlx_program *p, rlx_node a, rlx_node b) { return node(p, a)->numel == node(p, b)->numel; }
+
+/* The operand of ADD a other than x. */
+static rlx_node other_in(const rlx_program *p, rlx_node a, rlx_node x) { return in0(p, a) == x ? in1(p, a) : in0(p, a); }
+
+/* A MoE FFN's sums in its down pass (shaders/moe_mv.comp EPI): ADD(moe, y), and a residual
+ * ADD(x, ADD(moe, y)) around it, with y = SCALE_ROWS(shared, SIGMOID(g)) (Qwen3.5-MoE's gated shared
+ * expert) absorbed as well. The outermost ADD dispatches; decode is dispatch-bound, and these
+ * were up to four stages a layer of a few kilobytes each. */
+static void fuse_moe(rlx_program *p, rlx_node moe) {
+    if (!absorbable(p, moe, RLX_OP_MOE_FFN)) return;
+    rlx_node c1 = consumer_of(p, moe);
+    if (c1 == RLX_NO_NODE || node(p, c1)->info.op != RLX_OP_ADD || in0(p, c1) == in1(p, c1) ||
+        !same_numel(p, c1, moe) || !same_numel(p, other_in(p, c1, moe), moe))
+        return;
+    rlx_node at = c1, inner = RLX_NO_NODE, c2 = absorbable(p, c1, RLX_OP_ADD) ? consumer_of(p, c1) : RLX_NO_NODE;
+    if (c2 != RLX_NO_NODE && node(p, c2)->info.op == RLX_OP_ADD && in0(p, c2) != in1(p, c2) && same_numel(p, c2, moe) &&
+        same_numel(p, other_in(p, c2, c1), moe)) {
+        at = c2;
+        inner = c1;
+        p->nodes[c1].fused_into = c2;
+    }
+    p->nodes[moe].fused_into = at;
+    absorb(p, at, VK_FUSE_MOE_ADD, moe, inner);
+    rlx_node y = other_in(p, c1, moe);
+    if (!absorbable(p, y, RLX_OP_SCALE_ROWS) || !absorbable(p, in1(p, y), RLX_OP_SIGMOID)) return;
+    p->nodes[y].fused_into = at;
+    p->nodes[in1(p, y)].fused_into = at;
+}
+
 void vk_plan_fusion(rlx_program *p) {
+    for (rlx_node i = 0; i < p->n_nodes; i++)
+        if (node(p, i)->live && node(p, i)->info.op == RLX_OP_MOE_FFN) fuse_moe(p, i);
     for (rlx_node i = 0; i < p->n_nodes; i++) {
         if (!node(p, i)->live) continue;
         switch (node(p, i)->info.op) {
-        case RLX_OP_ADD: fuse_add(p, i); break;
+        case RLX_OP_ADD:
+            if (node(p, i)->fuse == VK_FUSE_NONE && node(p, i)->fused_into == RLX_NO_NODE) fuse_add(p, i);
+            break;
         case RLX_OP_MUL: fuse_mul(p, i); break;
         case RLX_OP_SCALE:
             fuse_norm(p, i, VK_FUSE_NORM_SCALE);

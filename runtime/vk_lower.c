@@ -157,6 +157,11 @@ static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
 
 static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i);
 
+/* MOE_FFN i's hidden rows [rows, slots, F] between its passes. */
+static uint64_t moe_scratch_bytes(const rlx_program *p, rlx_node i) {
+    return (uint64_t)node(p, i)->info.shape.dim[0] * moe_slots(p, i) * (uint64_t)in(p, i, 2)->info.shape.dim[1] * 4;
+}
+
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
     RLX_TRY(prepare_coop_scratch(p, i));
@@ -175,7 +180,8 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     case RLX_OP_MOE_FFN:
         for (int k = 2; k < 5; k++)
             if (in(p, i, k)->store == VK_STORE_WEIGHT) RLX_TRY(check_type(p, i, in(p, i, k), "expert weights"));
-        n->scratch_bytes = (uint64_t)n->info.shape.dim[0] * moe_slots(p, i) * (uint64_t)in(p, i, 2)->info.shape.dim[1] * 4;
+        /* the dispatching node holds the hidden rows' scratch: this one, or the ADD it is fused into */
+        p->nodes[n->fused_into != RLX_NO_NODE ? n->fused_into : i].scratch_bytes = moe_scratch_bytes(p, i);
         return NULL;
     case RLX_OP_MOE_ROUTE:
         if (n->info.shape.dim[1] > MAX_EXPERTS)
@@ -906,9 +912,13 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
+static rlx_status lower_moe_add(rlx_program *p, rlx_node at);
+
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
+    if (absorbed(p, i)) return NULL; /* the inner sum of a MoE's (vk_fuse.c fuse_moe) */
     if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
+    if (n->fuse == VK_FUSE_MOE_ADD) return lower_moe_add(p, i);
     if (n->fuse == VK_FUSE_NORM_ADD)
         return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, n->fuse_b, 1.0f, false});
     return elementwise(p, i, EW_ADD, in0(p, i), in1(p, i), 1.0f);
@@ -1024,22 +1034,35 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
                    RLX_VK_BIT(moe_route, OUT), push, sizeof push, rows);
 }
 
-/* One expert pass of MOE_FFN (shaders/moe_mv.comp). */
-static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w, vk_range x, vk_range route,
-                           vk_range y, uint32_t slots) {
+/* What MOE_FFN's down pass adds after the experts' sum (shaders/moe_mv.comp EPI; vk_fuse.c fuse_moe). */
+typedef struct moe_epi {
+    uint32_t bits;             /* 1 aux, 2 aux gated by sigmoid(aux_gate), 4 resid */
+    vk_range aux, aux_gate, resid;
+} moe_epi;
+
+/* One expert pass of MOE_FFN i (shaders/moe_mv.comp), dispatched for node at. */
+static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mode, rlx_node w, vk_range x,
+                           vk_range route, vk_range y, const moe_epi *epi) {
     const vk_node *n = node(p, i);
+    uint32_t slots = moe_slots(p, i);
     matrix m = matrix_of(p, w);
     RLX_TRY(single_part(p, i, &m));
     const rlx_shape *ws = &node(p, w)->info.shape; /* [E, out, in] */
     uint64_t rows = (uint64_t)n->info.shape.dim[0], out = (uint64_t)ws->dim[1];
-    vk_range bind[4] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y};
+    vk_range bind[7] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y,
+                        [RLX_VK_BIND(moe_mv, AUX)] = x, [RLX_VK_BIND(moe_mv, AUX_GATE)] = x, [RLX_VK_BIND(moe_mv, RESID)] = x};
     uint64_t row0, part_rows;
     matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mv, W)], &row0, &part_rows);
-    uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
+    uint32_t epi_bits = mode == MOE_DOWN ? epi->bits : 0u;
+    if (epi_bits & 1u) bind[RLX_VK_BIND(moe_mv, AUX)] = epi->aux;
+    if (epi_bits & 2u) bind[RLX_VK_BIND(moe_mv, AUX_GATE)] = epi->aux_gate;
+    if (epi_bits & 4u) bind[RLX_VK_BIND(moe_mv, RESID)] = epi->resid;
+    uint32_t spec[6] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
                         [RLX_VK_SPEC(moe_mv, W_TYPE)] = m.type,
                         [RLX_VK_SPEC(moe_mv, MODE)] = mode,
                         [RLX_VK_SPEC(moe_mv, ACT)] = 0,
-                        [RLX_VK_SPEC(moe_mv, R)] = rows_per_group(p)};
+                        [RLX_VK_SPEC(moe_mv, R)] = rows_per_group(p),
+                        [RLX_VK_SPEC(moe_mv, EPI)] = epi_bits};
     uint32_t push[8] = {(uint32_t)rows,
                         (uint32_t)ws->dim[0],
                         slots,
@@ -1052,22 +1075,51 @@ static rlx_status moe_pass(rlx_program *p, rlx_node i, uint32_t mode, rlx_node w
     uint64_t groups = mode == MOE_DOWN ? blocks * rows : blocks * slots * rows;
     /* the up pass multiplies into the gate pass's rows in y */
     uint32_t reads = RLX_VK_BIT(moe_mv, X) | RLX_VK_BIT(moe_mv, ROUTE) | RLX_VK_BIT(moe_mv, W) |
-                     (mode == MOE_UP ? RLX_VK_BIT(moe_mv, Y) : 0u);
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mv, spec, bind, 4, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
+                     (mode == MOE_UP ? RLX_VK_BIT(moe_mv, Y) : 0u) | ((epi_bits & 1u) ? RLX_VK_BIT(moe_mv, AUX) : 0u) |
+                     ((epi_bits & 2u) ? RLX_VK_BIT(moe_mv, AUX_GATE) : 0u) |
+                     ((epi_bits & 4u) ? RLX_VK_BIT(moe_mv, RESID) : 0u);
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_moe_mv, spec, bind, 7, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
                    groups);
 }
 
-static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {
-    const vk_node *n = node(p, i);
-    uint32_t slots = moe_slots(p, i);
+/* MOE_FFN i's three passes, dispatched for node at (i itself, or the ADD it is fused into), the down
+ * pass writing at's rows. */
+static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_epi *epi) {
+    const vk_node *n = node(p, i), *a = node(p, at);
     vk_range x, route;
     RLX_TRY(vk_f32_range(p, n->info.in[0], &x));
     RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
-    vk_range h = {p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset,
-                  n->scratch_bytes};
-    RLX_TRY(moe_pass(p, i, MOE_GATE, n->info.in[2], x, route, h, slots));
-    RLX_TRY(moe_pass(p, i, MOE_UP, n->info.in[3], x, route, h, slots));
-    return moe_pass(p, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, i), slots);
+    vk_range h = {p->arena[a->scratch_bin].buffer, p->arena[a->scratch_bin].offset + a->scratch_offset,
+                  a->scratch_bytes};
+    RLX_TRY(moe_pass(p, at, i, MOE_GATE, n->info.in[2], x, route, h, epi));
+    RLX_TRY(moe_pass(p, at, i, MOE_UP, n->info.in[3], x, route, h, epi));
+    return moe_pass(p, at, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, at), epi);
+}
+
+static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {
+    if (absorbed(p, i)) return NULL; /* dispatched by the ADD it is fused into */
+    moe_epi none = {0};
+    return emit_moe(p, i, i, &none);
+}
+
+/* ADD at = [x +] (moe + y) (VK_FUSE_MOE_ADD): y, or y's SCALE_ROWS(shared, SIGMOID(g)) when both were
+ * absorbed, and x go into the down pass. */
+static rlx_status lower_moe_add(rlx_program *p, rlx_node at) {
+    const vk_node *n = node(p, at);
+    rlx_node moe = n->fuse_a, c1 = n->fuse_b != RLX_NO_NODE ? n->fuse_b : at;
+    rlx_node y = in0(p, c1) == moe ? in1(p, c1) : in0(p, c1);
+    moe_epi epi = {.bits = 1u};
+    if (node(p, y)->fused_into == at) { /* SCALE_ROWS(shared, SIGMOID(g)) */
+        RLX_TRY(vk_f32_range(p, in0(p, y), &epi.aux));
+        RLX_TRY(vk_f32_range(p, in0(p, in1(p, y)), &epi.aux_gate));
+        epi.bits |= 2u;
+    } else
+        RLX_TRY(vk_f32_range(p, y, &epi.aux));
+    if (n->fuse_b != RLX_NO_NODE) {
+        RLX_TRY(vk_f32_range(p, in0(p, at) == c1 ? in1(p, at) : in0(p, at), &epi.resid));
+        epi.bits |= 4u;
+    }
+    return emit_moe(p, at, moe, &epi);
 }
 
 typedef rlx_status (*lower_fn)(rlx_program *p, rlx_node i);

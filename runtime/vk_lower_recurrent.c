@@ -246,6 +246,7 @@ rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i) {
 }
 
 rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i) {
+    if (absorbed(p, i)) return NULL; /* a MoE's gated shared expert, in its down pass (vk_fuse.c fuse_moe) */
     return recurrent_ew(p, i, REW_SCALE_ROWS, node(p, i)->info.in[1], RLX_NO_NODE, 0, 0);
 }
 

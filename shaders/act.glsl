@@ -1,5 +1,8 @@
 // Activations, written to stay finite where the naive formulas overflow.
 
+// 1 / (1 + e^-x) (ir/ops.def SIGMOID); for x << 0, e^-x is inf and the quotient 0.
+float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+
 // x * sigmoid(x); for x << 0, exp(-x) is inf and the quotient is -0, as it should be.
 float silu(float x) { return x / (1.0 + exp(-x)); }
 

@@ -40,7 +40,7 @@ void main() {
         case OP_GELU_TANH: y = gelu_tanh(x); break;
         case OP_SILU_MUL: y = silu(x) * b[i]; break;
         case OP_GELU_MUL: y = gelu_tanh(x) * b[i]; break;
-        case OP_SIGMOID: y = 1.0 / (1.0 + exp(-x)); break;
+        case OP_SIGMOID: y = sigmoid(x); break;
         default: y = x; break;
         }
         o[i] = y;

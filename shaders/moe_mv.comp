@@ -6,6 +6,10 @@
 //  MODE 2 (down): y[i, d]    = sum_s route[i, e_s] * (down_e[d, :] . h[i, s, :])
 // Rows route to at most `slots` experts (top_k when the route comes from MOE_ROUTE, else E).
 // A workgroup computes R output rows, one per subgroup (matmul.comp's scheme).
+// EPI (MODE 2; runtime/vk_fuse.c fuse_moe): the sums that follow the FFN in the graph, each of which
+// would be a dispatch and a stage of its own in a dispatch-bound decode step:
+//   y[i, d] = (moe + aux[i, d] * (EPI & 2 ? sigmoid(aux_gate[i]) : 1)) + resid[i, d]
+// with the aux term when EPI & 1 (a shared expert, maybe gated) and the resid term when EPI & 4.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
@@ -15,11 +19,15 @@ layout(constant_id = 1) const uint W_TYPE = 0;
 layout(constant_id = 2) const uint MODE = 0;
 layout(constant_id = 3) const uint ACT = 0; // MODE 1: 0 silu, 1 gelu_tanh
 layout(constant_id = 4) const uint R = 1;   // output rows per workgroup (about WG / subgroup size)
+layout(constant_id = 5) const uint EPI = 0; // MODE 2: 1 aux, 2 aux gated, 4 resid (bits)
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer Route { float route[]; };
 layout(set = 1, binding = 2) readonly buffer Wt { uint w_words[]; };
 layout(set = 1, binding = 3) buffer Y { float y[]; };
+layout(set = 1, binding = 4) readonly buffer Aux { float aux[]; };          // EPI & 1: [rows, m]
+layout(set = 1, binding = 5) readonly buffer AuxGate { float aux_gate[]; }; // EPI & 2: [rows]
+layout(set = 1, binding = 6) readonly buffer Resid { float resid[]; };      // EPI & 4: [rows, m]
 
 layout(push_constant) uniform Push {
     uint rows;
@@ -113,7 +121,11 @@ void main() {
                 if (e == 0xffffffffu) break;
                 acc += slot_weight(i, s, e) * dot_row(e, d, (i * p.slots + s) * p.k);
             }
-            if (lane == 0u) y[i * p.m + d] = acc;
+            if (lane == 0u) {
+                if ((EPI & 1u) != 0u) acc += aux[i * p.m + d] * ((EPI & 2u) != 0u ? sigmoid(aux_gate[i]) : 1.0);
+                if ((EPI & 4u) != 0u) acc += resid[i * p.m + d];
+                y[i * p.m + d] = acc;
+            }
         }
         return;
     }
