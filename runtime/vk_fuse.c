@@ -262,13 +262,28 @@ static void mark_warm(rlx_program *p, rlx_node a) {
 
 static bool norm_fold_pays(const rlx_program *p, rlx_node mm);
 
+/* Whether node j reads i only as the x of a MOE_FFN, whose gate and up passes can scale their sums
+ * (shaders/moe_mv.comp SCALED). */
+static bool read_as_moe_x(const rlx_program *p, rlx_node j, rlx_node i) {
+    const vk_node *c = node(p, j);
+    if (c->info.op != RLX_OP_MOE_FFN || c->fuse != VK_FUSE_NONE || c->info.in[0] != i) return false;
+    for (int k = 1; k < c->info.n_in; k++)
+        if (c->info.in[k] == i) return false;
+    return true;
+}
+
 /* Whether every live reader of node i reads it only as the x of a MATMUL not yet fused that runs
- * on matvec.comp (and, with fold, one that a norm folded into pays: norm_fold_pays). */
+ * on matvec.comp (and, with fold, one that a norm folded into pays: norm_fold_pays), or, without
+ * fold, of a MOE_FFN. */
 static bool read_as_matvec_x(const rlx_program *p, rlx_node i, bool fold) {
     int32_t readers = 0;
     for (rlx_node j = i + 1; j < p->n_nodes; j++) {
         const vk_node *c = node(p, j);
         if (!c->live || !vk_reads(p, j, i)) continue;
+        if (!fold && read_as_moe_x(p, j, i)) {
+            readers++;
+            continue;
+        }
         if (c->info.op != RLX_OP_MATMUL || c->info.in[0] != i || c->info.in[1] == i || c->fuse != VK_FUSE_NONE ||
             !vk_takes_matvec(p, j) || (fold && !norm_fold_pays(p, j)))
             return false;

@@ -1049,20 +1049,28 @@ static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mod
     RLX_TRY(single_part(p, i, &m));
     const rlx_shape *ws = &node(p, w)->info.shape; /* [E, out, in] */
     uint64_t rows = (uint64_t)n->info.shape.dim[0], out = (uint64_t)ws->dim[1];
-    vk_range bind[7] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y,
-                        [RLX_VK_BIND(moe_mv, AUX)] = x, [RLX_VK_BIND(moe_mv, AUX_GATE)] = x, [RLX_VK_BIND(moe_mv, RESID)] = x};
+    vk_range bind[8] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y,
+                        [RLX_VK_BIND(moe_mv, AUX)] = x, [RLX_VK_BIND(moe_mv, AUX_GATE)] = x, [RLX_VK_BIND(moe_mv, RESID)] = x,
+                        [RLX_VK_BIND(moe_mv, NS)] = x};
+    /* x prepared by the matvec that computed the norm's input (vk_fuse.c): its sync block's factor */
+    bool scaled = mode != MOE_DOWN && n->fuse == VK_FUSE_MATVEC_SCALED;
+    if (scaled) {
+        rlx_node add = node(p, n->fuse_a)->fuse_a;
+        bind[RLX_VK_BIND(moe_mv, NS)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
+    }
     uint64_t row0, part_rows;
     matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mv, W)], &row0, &part_rows);
     uint32_t epi_bits = mode == MOE_DOWN ? epi->bits : 0u;
     if (epi_bits & 1u) bind[RLX_VK_BIND(moe_mv, AUX)] = epi->aux;
     if (epi_bits & 2u) bind[RLX_VK_BIND(moe_mv, AUX_GATE)] = epi->aux_gate;
     if (epi_bits & 4u) bind[RLX_VK_BIND(moe_mv, RESID)] = epi->resid;
-    uint32_t spec[6] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
+    uint32_t spec[7] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
                         [RLX_VK_SPEC(moe_mv, W_TYPE)] = m.type,
                         [RLX_VK_SPEC(moe_mv, MODE)] = mode,
                         [RLX_VK_SPEC(moe_mv, ACT)] = 0,
                         [RLX_VK_SPEC(moe_mv, R)] = rows_per_group(p),
-                        [RLX_VK_SPEC(moe_mv, EPI)] = epi_bits};
+                        [RLX_VK_SPEC(moe_mv, EPI)] = epi_bits,
+                        [RLX_VK_SPEC(moe_mv, SCALED)] = scaled ? 1u : 0u};
     uint32_t push[8] = {(uint32_t)rows,
                         (uint32_t)ws->dim[0],
                         slots,
@@ -1077,8 +1085,8 @@ static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mod
     uint32_t reads = RLX_VK_BIT(moe_mv, X) | RLX_VK_BIT(moe_mv, ROUTE) | RLX_VK_BIT(moe_mv, W) |
                      (mode == MOE_UP ? RLX_VK_BIT(moe_mv, Y) : 0u) | ((epi_bits & 1u) ? RLX_VK_BIT(moe_mv, AUX) : 0u) |
                      ((epi_bits & 2u) ? RLX_VK_BIT(moe_mv, AUX_GATE) : 0u) |
-                     ((epi_bits & 4u) ? RLX_VK_BIT(moe_mv, RESID) : 0u);
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_moe_mv, spec, bind, 7, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
+                     ((epi_bits & 4u) ? RLX_VK_BIT(moe_mv, RESID) : 0u) | (scaled ? RLX_VK_BIT(moe_mv, NS) : 0u);
+    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_moe_mv, spec, bind, 8, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
                    groups);
 }
 

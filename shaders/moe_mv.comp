@@ -10,6 +10,10 @@
 // would be a dispatch and a stage of its own in a dispatch-bound decode step:
 //   y[i, d] = (moe + aux[i, d] * (EPI & 2 ? sigmoid(aux_gate[i]) : 1)) + resid[i, d]
 // with the aux term when EPI & 1 (a shared expert, maybe gated) and the resid term when EPI & 4.
+// SCALED (MODE 0 and 1; runtime/vk_fuse.c fuse_norm_into_producer): x is an RMS_NORM's input times
+// its weights, written by the matvec that computed the input, and the dot products are scaled by
+// the rsqrt(mean + eps) that matvec left in its sync block (shaders/matvec.glsl NORM 2), so the norm
+// takes no dispatch and no stage of its own.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
@@ -20,6 +24,7 @@ layout(constant_id = 2) const uint MODE = 0;
 layout(constant_id = 3) const uint ACT = 0; // MODE 1: 0 silu, 1 gelu_tanh
 layout(constant_id = 4) const uint R = 1;   // output rows per workgroup (about WG / subgroup size)
 layout(constant_id = 5) const uint EPI = 0; // MODE 2: 1 aux, 2 aux gated, 4 resid (bits)
+layout(constant_id = 6) const uint SCALED = 0;
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
 layout(set = 1, binding = 1) readonly buffer Route { float route[]; };
@@ -28,6 +33,8 @@ layout(set = 1, binding = 3) buffer Y { float y[]; };
 layout(set = 1, binding = 4) readonly buffer Aux { float aux[]; };          // EPI & 1: [rows, m]
 layout(set = 1, binding = 5) readonly buffer AuxGate { float aux_gate[]; }; // EPI & 2: [rows]
 layout(set = 1, binding = 6) readonly buffer Resid { float resid[]; };      // EPI & 4: [rows, m]
+layout(set = 1, binding = 7) readonly buffer Ns { float ns_rs[]; };         // SCALED: the sync block
+#include "sync_layout.h"
 
 layout(push_constant) uniform Push {
     uint rows;
@@ -139,7 +146,7 @@ void main() {
             if (lane == 0u) y[yi] = 0.0;
             continue;
         }
-        float v = dot_row(e, f, i * p.k);
+        float v = dot_row(e, f, i * p.k) * (SCALED != 0u ? ns_rs[RLX_SYNC_RS] : 1.0);
         if (lane == 0u) {
             if (MODE == 1u) v *= ACT == 0u ? silu(y[yi]) : gelu_tanh(y[yi]);
             y[yi] = v;
