@@ -531,8 +531,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             bind[RLX_VK_BIND(matvec, SYNC)] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
-        uint32_t push[11] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0};
+        uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0, 0, 0};
         matvec_plan mv;
         if (vk_takes_matvec(p, mm) && vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi,
                                                           x_in.norm != 0, gate != RLX_NO_NODE, &mv)) {
@@ -1090,6 +1090,47 @@ static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mod
                    groups);
 }
 
+/* MOE_FFN i's gate and up passes as one shaders/matvec.comp dispatch (EXPERTS, GATE): decode rows
+ * (up to MOE_MATVEC_MAX_ROWS; each workgroup one x row) whose gate and up experts are single-part
+ * weights alike and fit a matvec plan; false where they do not. Never in deterministic mode, whose
+ * one kernel for every row count is moe_mv.comp. */
+#define MOE_MATVEC_MAX_ROWS 8
+static rlx_status moe_gate_up_matvec(rlx_program *p, rlx_node at, rlx_node i, vk_range x, vk_range route, vk_range h,
+                                     bool *done) {
+    const vk_node *n = node(p, i);
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], k = (uint64_t)in(p, i, 0)->info.shape.dim[1];
+    rlx_node wg = n->info.in[2], wu = n->info.in[3];
+    matrix mu = matrix_of(p, wu), mg = matrix_of(p, wg);
+    const rlx_shape *ws = &node(p, wu)->info.shape; /* [E, F, D] */
+    uint64_t slots = moe_slots(p, i), f = (uint64_t)ws->dim[1], m_rows = slots * f;
+    matvec_plan mv;
+    *done = false;
+    if (vk_deterministic(p) || rows > MOE_MATVEC_MAX_ROWS || !vk_same_single_part_weights(p, wg, wu) ||
+        !vk_matvec_plan_make(p, mu.type, k, m_rows, 1, rows, EPI_SILU_MUL, false, true, &mv))
+        return NULL;
+    bool scaled = n->fuse == VK_FUSE_MATVEC_SCALED;
+    vk_range bind[11];
+    uint64_t row0, part_rows;
+    for (int b = 0; b < 11; b++) bind[b] = x;
+    matrix_part(&mu, 0, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
+    matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &row0, &part_rows);
+    bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = h;
+    bind[RLX_VK_BIND(matvec, AUX)] = route;
+    if (scaled) {
+        rlx_node add = node(p, n->fuse_a)->fuse_a;
+        bind[RLX_VK_BIND(matvec, NORM_W)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
+    }
+    mv.spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
+    mv.spec[RLX_VK_SPEC(matvec, EXPERTS)] = 1;
+    uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)mu.row_bytes,
+                         tok_rows(n), 0, 0, (uint32_t)mv.groups, 0, (uint32_t)ws->dim[0], (uint32_t)f};
+    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | RLX_VK_BIT(matvec, GATE_W) |
+                     RLX_VK_BIT(matvec, AUX) | (scaled ? RLX_VK_BIT(matvec, NORM_W) : 0u);
+    *done = true;
+    return vk_emit(p, &p->run, at, vk_matvec_kernel(mu.type, k, true), mv.spec, bind, 11, reads,
+                   RLX_VK_BIT(matvec, OUT), push, sizeof push, mv.groups);
+}
+
 /* MOE_FFN i's three passes, dispatched for node at (i itself, or the ADD it is fused into), the down
  * pass writing at's rows. */
 static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_epi *epi) {
@@ -1099,8 +1140,12 @@ static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_ep
     RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
     vk_range h = {p->arena[a->scratch_bin].buffer, p->arena[a->scratch_bin].offset + a->scratch_offset,
                   a->scratch_bytes};
-    RLX_TRY(moe_pass(p, at, i, MOE_GATE, n->info.in[2], x, route, h, epi));
-    RLX_TRY(moe_pass(p, at, i, MOE_UP, n->info.in[3], x, route, h, epi));
+    bool done;
+    RLX_TRY(moe_gate_up_matvec(p, at, i, x, route, h, &done));
+    if (!done) {
+        RLX_TRY(moe_pass(p, at, i, MOE_GATE, n->info.in[2], x, route, h, epi));
+        RLX_TRY(moe_pass(p, at, i, MOE_UP, n->info.in[3], x, route, h, epi));
+    }
     return moe_pass(p, at, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, at), epi);
 }
 

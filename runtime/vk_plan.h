@@ -92,7 +92,7 @@ bool vk_coop_f16_weights(const rlx_program *p, rlx_node mm, vk_coop_mode coop);
 /* ---- decode matmuls: shaders/matvec.comp ---- */
 
 typedef struct matvec_plan {
-    uint32_t spec[11]; /* matvec.comp's, by RLX_VK_SPEC(matvec, ...) */
+    uint32_t spec[12]; /* matvec.comp's, by RLX_VK_SPEC(matvec, ...) */
     uint64_t groups;
 } matvec_plan;
 

@@ -20,6 +20,13 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // As in shaders/argmax.comp, NaN is read as +inf and an infinite maximum gives -1 (ir/ops.def).
+// EXPERTS (a MoE FFN's gate and up passes in decode, runtime/vk_lower.c emit_moe; NX 1): the weights
+// are all experts' rows [E x F, k], and output row v of x row c is row e * F + v % F, where e is the
+// (v / F)-th expert that route row c routes to (nonzero weight, in index order: shaders/moe_mv.comp's
+// slots), so the routed experts' rows take this kernel's loads instead of a per-value decode. Each
+// subgroup finds its rows' experts itself from the route row (bound at binding 3), which costs a
+// round trip to L2 but no barrier before the weight loads. A slot the row does not route to reads
+// expert 0 and is never read after (moe_mv.comp's down pass stops at it).
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
 // also read the K and V cache rows that attention will walk (positions below row 0's, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
@@ -59,6 +66,7 @@ layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (b
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
 layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindings 9 and 10, see above
+layout(constant_id = 11) const uint EXPERTS = 0; // 1: rows chosen through the route (binding 3), see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
@@ -78,6 +86,7 @@ layout(set = 1, binding = 1) W_ACCESS buffer Wt { uvec4 wq[]; };
 layout(set = 1, binding = 1) W_ACCESS buffer Wt1 { uint wu[]; }; // the same weights, for word loads
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
+layout(set = 1, binding = 3) readonly buffer Route { float route[]; }; // EXPERTS: [rows, experts]
 layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM 1: the norm's weights (k floats)
 layout(set = 1, binding = 4) readonly buffer Ns { float ns_rs[]; }; // NORM 2: the sync block of the POST matvec
 layout(set = 1, binding = 5) W_ACCESS buffer Wg { uvec4 gq[]; }; // GATE: the gate weights, same type and shape
@@ -106,6 +115,8 @@ layout(push_constant) uniform Push {
     float post_eps; // POST
     uint groups;    // POST, WARM: workgroups dispatched
     uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
+    uint experts;    // EXPERTS: E
+    uint f_rows;     // EXPERTS: rows per expert F
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -520,6 +531,40 @@ void warm_begin(uint gid) {
     warm_v0 = in_range ? warm_v[at] : uvec4(0u);
 }
 
+// EXPERTS: the expert that slot s of route row c names (0 when the row routes to fewer), found by
+// the whole subgroup: each lane counts the nonzero weights of its run of experts, a prefix sum
+// says which lane holds the s-th, and that lane walks its run again.
+uint slot_expert(uint c, uint s) {
+    uint sgs = gl_SubgroupSize, per = (p.experts + sgs - 1u) / sgs, e0 = gl_SubgroupInvocationID * per;
+    uint e1 = min(e0 + per, p.experts), base = c * p.experts, n = 0u;
+    for (uint e = e0; e < e1; e++) n += route[base + e] != 0.0 ? 1u : 0u;
+    uint before = subgroupExclusiveAdd(n), found = 0xffffffffu;
+    if (s >= before && s < before + n) {
+        uint left = s - before;
+        for (uint e = e0; e < e1; e++)
+            if (route[base + e] != 0.0) {
+                if (left == 0u) {
+                    found = e;
+                    break;
+                }
+                left--;
+            }
+    }
+    found = subgroupMin(found);
+    return found == 0xffffffffu ? 0u : found;
+}
+
+// EXPERTS: wrow for output rows v0 .. v0 + RO - 1 of x row c (clamped like the plain rows).
+void expert_rows(uint v0, uint c) {
+    uint first = min(v0, p.m_rows - 1u), last = min(v0 + RO - 1u, p.m_rows - 1u);
+    uint ef = slot_expert(c, first / p.f_rows);
+    uint el = last / p.f_rows == first / p.f_rows ? ef : slot_expert(c, last / p.f_rows);
+    [[unroll]] for (uint r = 0u; r < R; r++) {
+        uint v = min(v0 + r % RO, p.m_rows - 1u), e = v / p.f_rows == first / p.f_rows ? ef : el;
+        wrow[r] = (e * p.f_rows + v % p.f_rows) * p.row_bytes;
+    }
+}
+
 // A use of the loads that the compiler cannot drop and that has no effect on any result.
 void warm_end() {
     uvec4 x = warm_k0 ^ warm_v0;
@@ -535,6 +580,7 @@ void main() {
     uint spg = max(T / gl_SubgroupSize, 1u), g = gl_SubgroupID / spg;
     lane = (gl_SubgroupID % spg) * gl_SubgroupSize + gl_SubgroupInvocationID;
     [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * RO + r % RO, p.m_rows - 1u) * p.row_bytes;
+    if (EXPERTS != 0u) expert_rows(w0 + g * RO, min(r0, rows - 1u));
     [[unroll]] for (uint c = 0u; c < NX; c++) xrow[c] = min(r0 + c, rows - 1u) * (p.k / 4u);
     [[unroll]] for (uint s = 0u; s < RN; s++) acc[s] = 0.0;
     [[unroll]] for (uint c = 0u; c < NX; c++) ss[c] = 0.0;
