@@ -16,7 +16,7 @@
 #define RLX_VALIDATE_BOUND_MIXED 1e-6
 /* K/V pools in F16 against the CPU's F32: a cache's contents are within NMSE u^2 = 9.5e-7 of f32's
  * (u = 2^-10, one rounding to F16 in any SPIR-V rounding mode); an attention output read from them
- * within (5u)^2 = 2.4e-5 (tests/vulkan/test_vk_ops.c derives it), held at 3e-5. */
+ * within (5u)^2 = 2.4e-5 (tests/support/test_vk_parity.h derives it), held at 3e-5. */
 #define RLX_VALIDATE_BOUND_KV_F16_CACHE 1e-6
 #define RLX_VALIDATE_BOUND_KV_F16 3e-5
 

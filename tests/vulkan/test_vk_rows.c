@@ -33,7 +33,7 @@
 
 static rlx_backend *g_vk, *g_cpu;
 /* test_vk_rows kv-f16: the Vulkan sessions' pools hold F16 (the CPU's F32), every comparison is held
- * to TOL_KV_F16 (tests/vulkan/test_vk_ops.c derives it from F16's rounding of K and V: outputs read
+ * to TOL_KV_F16 (tests/support/test_vk_parity.h derives it from F16's rounding of K and V: outputs read
  * through the cache within NMSE (5 * 2^-10)^2), and each case's attention kernel is its _f16 twin. */
 #define TOL_KV_F16 3e-5
 static uint32_t g_kv_dtype = RLX_DTYPE_F32;

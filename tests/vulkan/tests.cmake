@@ -13,7 +13,7 @@ if(RLX_VULKAN)
       "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache"
       "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan_vulkan.supp")
 
-  add_library(rlx_vk_test_util STATIC ${RLX_TEST_SUPPORT}/test_vk_util.c)
+  add_library(rlx_vk_test_util STATIC ${RLX_TEST_SUPPORT}/test_vk_util.c ${RLX_TEST_SUPPORT}/test_vk_parity.c)
   target_link_libraries(rlx_vk_test_util PUBLIC rlx_test_util)
 
   # Programs of our own: they check the validation message counter themselves.
@@ -32,7 +32,11 @@ if(RLX_VULKAN)
   endfunction()
 
   rlx_add_vk_test(test_vk_device)
+  # Every op against the CPU reference: one program of a source per concept (test_vk_ops.h)
   rlx_add_vk_test(test_vk_ops)
+  foreach(part moe delta fusions warm f16_pools)
+    target_sources(test_vk_ops PRIVATE ${CMAKE_CURRENT_LIST_DIR}/test_vk_ops_${part}.c)
+  endforeach()
   # the Gated DeltaNet ops' recurrent state (sequences, slots, restarts, chunks, copy_state)
   rlx_add_vk_test(test_vk_recurrent)
   # The plans made for a GPU (more rows and threads per matvec group, one unit a trip for long
