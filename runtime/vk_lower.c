@@ -11,7 +11,7 @@
 #include "runtime/vk_lower.h"
 
 #define MAX_HEAD 512    /* largest Dh and Dv: shaders/attention.comp keeps Dh / subgroup values per lane */
-#define MAX_EXPERTS 1024 /* shaders/moe_route.comp: the row in shared memory, 32 words of chosen bits */
+#define MAX_EXPERTS 1024 /* shaders/moe_route.comp: a row's logits in its subgroup's registers */
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
@@ -1027,11 +1027,16 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     vk_range bind[2];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[0]));
     bind[1] = vk_node_range(p, i);
-    uint32_t spec[1] = {p->b->wg};
+    /* registers for ceil(E / S) logits a lane, S the smallest subgroup size the device may run */
+    uint32_t per = 1, s_min = p->b->dev->caps->subgroup_min ? p->b->dev->caps->subgroup_min : 1;
+    while (per * s_min < experts) per *= 2;
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(moe_route, PER)] = per};
     uint32_t push[5] = {(uint32_t)rows, (uint32_t)experts, (uint32_t)n->info.attrs.top_k, n->info.attrs.norm_topk,
                         tok_rows(n)};
+    /* a row per subgroup: at least wg / (the largest subgroup size) rows per workgroup */
+    uint32_t per_wg = p->b->wg / p->b->dev->caps->subgroup_max;
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, RLX_VK_BIT(moe_route, X),
-                   RLX_VK_BIT(moe_route, OUT), push, sizeof push, rows);
+                   RLX_VK_BIT(moe_route, OUT), push, sizeof push, ceil_div(rows, per_wg ? per_wg : 1));
 }
 
 /* What MOE_FFN's down pass adds after the experts' sum (shaders/moe_mv.comp EPI; vk_fuse.c fuse_moe). */

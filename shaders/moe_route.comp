@@ -1,16 +1,18 @@
 #version 450
 // MOE_ROUTE (ir/ops.def): per row, softmax over the E router logits, keep the top_k largest
 // (ties: the lower expert index first), zero the rest, renormalise the kept ones to sum 1 when
-// norm_topk. One workgroup per row (E <= 1024, checked by the compiler): the row's logits in shared
-// memory, the max and the sum as workgroup reductions, and each of the top_k picks a workgroup
-// argmax (a subgroup's, then the subgroups'), where one invocation walking all E logits top_k + 3
-// times was the decode step's slowest kernel on a model of 256 experts.
+// norm_topk. One subgroup per row, the row in its lanes' registers (expert e in lane e % S, slot
+// e / S, S the subgroup size; at most PER slots, sized by the host), so the max, the sum and each of
+// the top_k picks are subgroup reductions with no barrier: a workgroup's argmax per pick, three
+// barriers each, was most of this kernel's time in a decode step of a model of 256 experts. The
+// other subgroups of the workgroup take the next rows.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "reduce.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(set = 1, binding = 0) readonly buffer X { float x[]; };
-layout(set = 1, binding = 1) buffer O { float o[]; };
+layout(set = 1, binding = 1) writeonly buffer O { float o[]; };
 
 layout(push_constant) uniform Push {
     uint rows;
@@ -20,64 +22,49 @@ layout(push_constant) uniform Push {
     uint tok;
 } p;
 
+layout(constant_id = 1) const uint MAX_PER = 8; // ceil(E / the smallest subgroup size), at most 32 words of bits
 const uint NONE = 0xffffffffu;
-shared float xs[1024];
-shared uint chosen[32];     // bit e: expert e is kept
-shared float pick_v[WG];    // per subgroup: its best logit ...
-shared uint pick_e[WG];     // ... and that expert
-
-// (v, e) before (bv, be): larger, or equal and a lower index; NONE is last.
-bool before(float v, uint e, float bv, uint be) {
-    return e != NONE && (be == NONE || v > bv || (v == bv && e < be));
-}
-
-bool is_chosen(uint e) { return (chosen[e >> 5] & (1u << (e & 31u))) != 0u; }
 
 void main() {
-    uint r = group_id(), t = gl_LocalInvocationID.x;
-    if (r >= valid_rows(p.rows, p.tok)) return; // uniform: a workgroup is one row
-    uint base = r * p.experts;
+    uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
+    uint r = group_id() * gl_NumSubgroups + gl_SubgroupID;
+    if (r >= valid_rows(p.rows, p.tok)) return; // uniform in the subgroup: no barrier follows
+    uint base = r * p.experts, per = (p.experts + sgs - 1u) / sgs;
+    float xs[MAX_PER];
     float m = -1.0 / 0.0;
-    for (uint e = t; e < p.experts; e += WG) {
-        xs[e] = x[base + e];
-        m = max(m, xs[e]);
+    [[unroll]] for (uint j = 0u; j < MAX_PER; j++) {
+        uint e = lane + j * sgs;
+        xs[j] = j < per && e < p.experts ? x[base + e] : -1.0 / 0.0;
+        m = max(m, xs[j]);
     }
-    for (uint w = t; w < 32u; w += WG) chosen[w] = 0u;
-    m = wg_max(m); // its barriers also publish xs and chosen
+    m = subgroupMax(m);
     float s = 0.0;
-    for (uint e = t; e < p.experts; e += WG) s += exp(xs[e] - m);
-    s = wg_sum(s);
+    [[unroll]] for (uint j = 0u; j < MAX_PER; j++)
+        if (j < per && lane + j * sgs < p.experts) s += exp(xs[j] - m);
+    s = subgroupAdd(s);
+    uint chosen[(MAX_PER + 31u) / 32u]; // bit j: this lane's expert lane + j S is kept
+    [[unroll]] for (uint w = 0u; w < (MAX_PER + 31u) / 32u; w++) chosen[w] = 0u;
     float kept = 0.0;
     for (uint n = 0u; n < p.top_k; n++) {
         float bv = -1.0 / 0.0;
-        uint be = NONE;
-        for (uint e = t; e < p.experts; e += WG)
-            if (!is_chosen(e) && before(xs[e], e, bv, be)) {
-                bv = xs[e];
+        uint be = NONE; // this lane's best expert not yet kept: slots ascend, so the first of equals
+        [[unroll]] for (uint j = 0u; j < MAX_PER; j++) {
+            uint e = lane + j * sgs;
+            if (j < per && e < p.experts && (chosen[j / 32u] & (1u << (j % 32u))) == 0u && (be == NONE || xs[j] > bv)) {
+                bv = xs[j];
                 be = e;
             }
+        }
         float sv = subgroupMax(be == NONE ? -1.0 / 0.0 : bv);
         uint se = subgroupMin(be != NONE && bv == sv ? be : NONE);
-        if (subgroupElect()) {
-            pick_v[gl_SubgroupID] = sv;
-            pick_e[gl_SubgroupID] = se;
-        }
-        barrier();
-        bv = -1.0 / 0.0;
-        be = NONE;
-        for (uint g = 0u; g < gl_NumSubgroups; g++)
-            if (before(pick_v[g], pick_e[g], bv, be)) {
-                bv = pick_v[g];
-                be = pick_e[g];
-            }
-        barrier(); // every invocation has read the picks
-        if (be == NONE) break; // fewer experts than top_k: the compiler refuses that, kept for safety
-        if (t == 0u) chosen[be >> 5] |= 1u << (be & 31u);
-        kept += exp(bv - m) / s;
-        barrier();
+        if (se == NONE) break; // fewer experts than top_k: the compiler refuses that, kept for safety
+        if (se % sgs == lane) chosen[se / sgs / 32u] |= 1u << (se / sgs % 32u);
+        kept += exp(sv - m) / s;
     }
-    for (uint e = t; e < p.experts; e += WG) {
-        float pe = exp(xs[e] - m) / s;
-        o[base + e] = is_chosen(e) ? (p.norm_topk != 0u ? pe / kept : pe) : 0.0;
+    [[unroll]] for (uint j = 0u; j < MAX_PER; j++) {
+        uint e = lane + j * sgs;
+        if (j >= per || e >= p.experts) continue;
+        float pe = exp(xs[j] - m) / s;
+        o[base + e] = (chosen[j / 32u] & (1u << (j % 32u))) != 0u ? (p.norm_topk != 0u ? pe / kept : pe) : 0.0;
     }
 }

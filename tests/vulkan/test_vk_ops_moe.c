@@ -10,7 +10,7 @@ void test_MOE_ROUTE(void) {
         bool norm;
     } cases[] = {{5, 4, 2, true},  {5, 4, 2, false},   {3, 60, 4, true},
                  {1, 8, 1, false}, {2, 128, 8, true},  {2, 256, 8, true}, {4, 300, 3, false},
-                 {2, 256, 2, true}};
+                 {2, 256, 2, true}, {37, 64, 4, true}, {1, 1024, 8, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         vkt_graph t;
         vkt_graph_init(&t);
