@@ -1095,45 +1095,82 @@ static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mod
                    groups);
 }
 
-/* MOE_FFN i's gate and up passes as one shaders/matvec.comp dispatch (EXPERTS, GATE): decode rows
- * (up to MOE_MATVEC_MAX_ROWS; each workgroup one x row) whose gate and up experts are single-part
- * weights alike and fit a matvec plan; false where they do not. Never in deterministic mode, whose
- * one kernel for every row count is moe_mv.comp. */
+/* MOE_FFN i in decode on shaders/matvec.comp (EXPERTS), where the expert weights are single parts
+ * that fit matvec plans: the gate and up rows in one dispatch (GATE), then, where the down experts
+ * fit too and a row routes to at most EXPERT_MAX_SLOTS experts, the down pass as one matvec over
+ * the slots' rows side by side, with h weighted by the route and the epilogue's sums (EXPERTS 2, 4,
+ * 8, 16). Up to MOE_MATVEC_MAX_ROWS rows, a workgroup per x row. Never in deterministic mode, whose
+ * one kernel for every row count is moe_mv.comp. *gate_up / *down: which passes it dispatched. */
 #define MOE_MATVEC_MAX_ROWS 8
-static rlx_status moe_gate_up_matvec(rlx_program *p, rlx_node at, rlx_node i, vk_range x, vk_range route, vk_range h,
-                                     bool *done) {
-    const vk_node *n = node(p, i);
-    uint64_t rows = (uint64_t)n->info.shape.dim[0], k = (uint64_t)in(p, i, 0)->info.shape.dim[1];
-    rlx_node wg = n->info.in[2], wu = n->info.in[3];
-    matrix mu = matrix_of(p, wu), mg = matrix_of(p, wg);
-    const rlx_shape *ws = &node(p, wu)->info.shape; /* [E, F, D] */
-    uint64_t slots = moe_slots(p, i), f = (uint64_t)ws->dim[1], m_rows = slots * f;
-    matvec_plan mv;
-    *done = false;
-    if (vk_deterministic(p) || rows > MOE_MATVEC_MAX_ROWS || !vk_same_single_part_weights(p, wg, wu) ||
-        !vk_matvec_plan_make(p, mu.type, k, m_rows, 1, rows, EPI_SILU_MUL, false, true, &mv))
-        return NULL;
-    bool scaled = n->fuse == VK_FUSE_MATVEC_SCALED;
+#define EXPERT_MAX_SLOTS 16 /* shaders/matvec.glsl MAX_SLOTS */
+
+typedef struct moe_mv_job {
+    rlx_node at, i;
+    vk_range x, route, h;
+    const moe_epi *epi;
+} moe_mv_job;
+
+static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down, matrix *m, uint64_t k,
+                                  uint64_t m_rows, matvec_plan *mv, uint32_t experts_bits) {
+    const vk_node *n = node(p, j->i);
+    const rlx_shape *ws = &in(p, j->i, 4)->info.shape; /* down [E, D, F] */
+    uint64_t rows = (uint64_t)n->info.shape.dim[0];
     vk_range bind[11];
     uint64_t row0, part_rows;
-    for (int b = 0; b < 11; b++) bind[b] = x;
-    matrix_part(&mu, 0, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
-    matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &row0, &part_rows);
-    bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = h;
-    bind[RLX_VK_BIND(matvec, AUX)] = route;
+    for (int b = 0; b < 11; b++) bind[b] = down ? j->h : j->x;
+    matrix_part(m, 0, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
+    bind[RLX_VK_BIND(matvec, POST_W)] = j->route;
+    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | RLX_VK_BIT(matvec, POST_W);
+    bool scaled = !down && n->fuse == VK_FUSE_MATVEC_SCALED;
+    if (!down) {
+        matrix mg = matrix_of(p, n->info.in[2]);
+        matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &row0, &part_rows);
+        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = j->h;
+        reads |= RLX_VK_BIT(matvec, GATE_W);
+    } else {
+        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] =
+            vk_node_range(p, j->at);
+        if (j->epi->bits & 1u) bind[RLX_VK_BIND(matvec, AUX)] = j->epi->aux;
+        if (j->epi->bits & 2u) bind[RLX_VK_BIND(matvec, WARM_K)] = j->epi->aux_gate;
+        if (j->epi->bits & 4u) bind[RLX_VK_BIND(matvec, WARM_V)] = j->epi->resid;
+        reads |= (j->epi->bits & 1u ? RLX_VK_BIT(matvec, AUX) : 0u) | (j->epi->bits & 2u ? RLX_VK_BIT(matvec, WARM_K) : 0u) |
+                 (j->epi->bits & 4u ? RLX_VK_BIT(matvec, WARM_V) : 0u);
+    }
     if (scaled) {
         rlx_node add = node(p, n->fuse_a)->fuse_a;
         bind[RLX_VK_BIND(matvec, NORM_W)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
+        reads |= RLX_VK_BIT(matvec, NORM_W);
     }
-    mv.spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
-    mv.spec[RLX_VK_SPEC(matvec, EXPERTS)] = 1;
-    uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)mu.row_bytes,
-                         tok_rows(n), 0, 0, (uint32_t)mv.groups, 0, (uint32_t)ws->dim[0], (uint32_t)f};
-    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | RLX_VK_BIT(matvec, GATE_W) |
-                     RLX_VK_BIT(matvec, AUX) | (scaled ? RLX_VK_BIT(matvec, NORM_W) : 0u);
-    *done = true;
-    return vk_emit(p, &p->run, at, vk_matvec_kernel(mu.type, k, true), mv.spec, bind, 11, reads,
-                   RLX_VK_BIT(matvec, OUT), push, sizeof push, mv.groups);
+    mv->spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
+    mv->spec[RLX_VK_SPEC(matvec, EXPERTS)] = experts_bits;
+    uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)m->row_bytes,
+                         tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2]};
+    return vk_emit(p, &p->run, j->at, vk_matvec_kernel(m->type, k, !down), mv->spec, bind, 11, reads,
+                   RLX_VK_BIT(matvec, OUT), push, sizeof push, mv->groups);
+}
+
+static rlx_status moe_matvec(rlx_program *p, const moe_mv_job *j, bool *gate_up, bool *down) {
+    const vk_node *n = node(p, j->i);
+    uint64_t rows = (uint64_t)n->info.shape.dim[0], d = (uint64_t)in(p, j->i, 0)->info.shape.dim[1];
+    rlx_node wg = n->info.in[2], wu = n->info.in[3], wd = n->info.in[4];
+    matrix mu = matrix_of(p, wu), md = matrix_of(p, wd);
+    uint64_t slots = moe_slots(p, j->i), f = (uint64_t)in(p, j->i, 3)->info.shape.dim[1];
+    matvec_plan mv_gu, mv_d;
+    *gate_up = *down = false;
+    if (vk_deterministic(p) || rows > MOE_MATVEC_MAX_ROWS || !vk_same_single_part_weights(p, wg, wu) ||
+        !vk_matvec_plan_make(p, mu.type, d, slots * f, 1, rows, EPI_SILU_MUL, false, true, &mv_gu))
+        return NULL;
+    uint32_t epi = j->epi->bits & 1u ? EPI_ADD : EPI_NONE;
+    /* a slot's part of the virtual row is whole blocks (shaders/matvec.glsl wblock) */
+    uint32_t block = md.type == RLX_DTYPE_Q8_0 ? 32 : md.type == RLX_DTYPE_F32 ? 4 : vk_plain_type(md.type) ? 8 : 256;
+    bool with_down = md.w && md.n_parts == 1 && slots <= EXPERT_MAX_SLOTS && f % block == 0 &&
+                     vk_matvec_plan_make(p, md.type, slots * f, d, 1, rows, epi, false, false, &mv_d);
+    *gate_up = true;
+    RLX_TRY(moe_matvec_emit(p, j, false, &mu, d, slots * f, &mv_gu, with_down ? 3u : 1u));
+    if (!with_down) return NULL;
+    *down = true;
+    uint32_t bits = 4u | (j->epi->bits & 2u ? 8u : 0u) | (j->epi->bits & 4u ? 16u : 0u);
+    return moe_matvec_emit(p, j, true, &md, slots * f, d, &mv_d, bits);
 }
 
 /* MOE_FFN i's three passes, dispatched for node at (i itself, or the ADD it is fused into), the down
@@ -1145,13 +1182,14 @@ static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_ep
     RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
     vk_range h = {p->arena[a->scratch_bin].buffer, p->arena[a->scratch_bin].offset + a->scratch_offset,
                   a->scratch_bytes};
-    bool done;
-    RLX_TRY(moe_gate_up_matvec(p, at, i, x, route, h, &done));
-    if (!done) {
+    bool gate_up, down;
+    moe_mv_job job = {at, i, x, route, h, epi};
+    RLX_TRY(moe_matvec(p, &job, &gate_up, &down));
+    if (!gate_up) {
         RLX_TRY(moe_pass(p, at, i, MOE_GATE, n->info.in[2], x, route, h, epi));
         RLX_TRY(moe_pass(p, at, i, MOE_UP, n->info.in[3], x, route, h, epi));
     }
-    return moe_pass(p, at, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, at), epi);
+    return down ? NULL : moe_pass(p, at, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, at), epi);
 }
 
 static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {

@@ -85,6 +85,7 @@ static rlx_status emit_warm(rlx_program *p, rlx_node at, rlx_node mm, uint64_t b
 static rlx_status warm_after(rlx_program *p, rlx_node out_node, rlx_node mm) {
     uint64_t bytes = (uint64_t)WARM_NEXT_DEFAULT_KIB * 1024;
     bool forced = warm_next_forced(p, &bytes);
+    if (mm == RLX_NO_NODE) return NULL; /* a MoE FFN's experts on matvec.comp: not a MATMUL */
     const vk_node *x = in(p, mm, 0);
     if (bytes == 0 || x->numel != last_dim(x)) return NULL; /* decode: one x row */
     rlx_node j = next_matmul_dispatch(p, out_node);

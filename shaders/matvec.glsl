@@ -20,13 +20,20 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // As in shaders/argmax.comp, NaN is read as +inf and an infinite maximum gives -1 (ir/ops.def).
-// EXPERTS (a MoE FFN's gate and up passes in decode, runtime/vk_lower.c emit_moe; NX 1): the weights
-// are all experts' rows [E x F, k], and output row v of x row c is row e * F + v % F, where e is the
-// (v / F)-th expert that route row c routes to (nonzero weight, in index order: shaders/moe_mv.comp's
-// slots), so the routed experts' rows take this kernel's loads instead of a per-value decode. Each
-// subgroup finds its rows' experts itself from the route row (bound at binding 3), which costs a
-// round trip to L2 but no barrier before the weight loads. A slot the row does not route to reads
-// expert 0 and is never read after (moe_mv.comp's down pass stops at it).
+// EXPERTS (a MoE FFN in decode, runtime/vk_lower.c emit_moe; NX 1; bits): the routed experts' rows
+// take this kernel's loads instead of a per-value decode. Slot s of x row c is the s-th expert that
+// route row c (binding 7) routes to (nonzero weight, in index order: shaders/moe_mv.comp's slots);
+// each subgroup finds the experts it needs itself, a round trip to L2 but no barrier before the
+// weight loads. A slot the row does not route to reads expert 0.
+//  1: the weights are all experts' gate and up rows [E x F, k]; output row v is row e * F + v % F,
+//     e the expert of slot v / F (with GATE: the hidden rows h [slots, F] of the FFN).
+//  2: ... each up row's sum times its slot's route weight (0 for a slot not routed to), so that h
+//     is weighted and the down pass one matvec.
+//  4: the down pass: x is the weighted h, [slots x F], and output row d's weight row is the
+//     concatenation over the slots of row d of the slot's expert [D, F]: unit addresses go through
+//     wblock, which finds the slot's expert for each block.
+//  8: EPI_ADD's aux is multiplied by sigmoid(binding 9 [rows]) (a gated shared expert), and
+// 16: binding 10 is added as well (the residual): the sums after a MoE FFN in the graph.
 // WARM (the last matvec before a decode attention, runtime/vk_fuse.c mark_warm): the workgroups
 // also read the K and V cache rows that attention will walk (positions below row 0's, the most recent
 // that one 16-byte word per invocation covers) so that it finds them in L2, not in memory; the
@@ -86,7 +93,6 @@ layout(set = 1, binding = 1) W_ACCESS buffer Wt { uvec4 wq[]; };
 layout(set = 1, binding = 1) W_ACCESS buffer Wt1 { uint wu[]; }; // the same weights, for word loads
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
-layout(set = 1, binding = 3) readonly buffer Route { float route[]; }; // EXPERTS: [rows, experts]
 layout(set = 1, binding = 4) readonly buffer Nw { vec4 nw[]; }; // NORM 1: the norm's weights (k floats)
 layout(set = 1, binding = 4) readonly buffer Ns { float ns_rs[]; }; // NORM 2: the sync block of the POST matvec
 layout(set = 1, binding = 5) W_ACCESS buffer Wg { uvec4 gq[]; }; // GATE: the gate weights, same type and shape
@@ -94,6 +100,7 @@ layout(set = 1, binding = 5) W_ACCESS buffer Wg1 { uint gu[]; };
 layout(set = 1, binding = 6) writeonly buffer Xs { float xs_out[]; }; // POST 1: out * pw
 layout(set = 1, binding = 6) writeonly buffer Xi { uint argmax_out[]; }; // POST 2: the index
 layout(set = 1, binding = 7) readonly buffer Pw { float pw[]; };       // POST: the norm's weights
+layout(set = 1, binding = 7) readonly buffer Route { float route[]; }; // EXPERTS: [rows, experts]
 // POST's sync block (shaders/sync_layout.h): the count of workgroups done, the
 // rsqrt(mean + eps) at SYNC_RS, the workgroups' sums of squares from SYNC_SUMS; zero at compile.
 layout(set = 1, binding = 8) coherent buffer Sync { uint sync_w[]; };
@@ -102,6 +109,8 @@ layout(set = 1, binding = 8) coherent buffer Sync4 { uvec4 sync_w4[]; };
 const uint SYNC_RS = RLX_SYNC_RS, SYNC_SUMS = RLX_SYNC_LISTS;
 layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM: the K cache [rows][warm_row16]
 layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
+layout(set = 1, binding = 9) readonly buffer AuxGate { float aux_gate[]; }; // EXPERTS 8: [rows]
+layout(set = 1, binding = 10) readonly buffer Resid { float resid[]; };     // EXPERTS 16: [rows, m]
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -116,7 +125,7 @@ layout(push_constant) uniform Push {
     uint groups;    // POST, WARM: workgroups dispatched
     uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
     uint experts;    // EXPERTS: E
-    uint f_rows;     // EXPERTS: rows per expert F
+    uint f_rows;     // EXPERTS: rows per expert F (4: values per slot)
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -137,12 +146,22 @@ shared float red[(WG / 4u) * RS]; // [subgroup][sum]
 float acc[RN]; // acc[r * NX + c]: weight row r of the group, x row c
 float ss[NX];  // NORM: sum of squares of x row c over this thread's units
 uint wrow[R];  // byte address of each weight row (clamped to the last row)
+const uint MAX_SLOTS = 16u;
+uint seg[MAX_SLOTS]; // EXPERTS 4: byte offset of each slot's expert matrix
 uint xrow[NX]; // vec4 index of each x row (clamped to the last valid row)
 uint lane;     // thread number within the group
 
 // Weight row r's 16 bytes or word i (r is a constant once loops are unrolled: no branch remains).
 uvec4 w16(uint r, uint i) { return GATE != 0u && r >= RO ? gq[i] : wq[i]; }
 uint word(uint r, uint i) { return GATE != 0u && r >= RO ? gu[i] : wu[i]; }
+
+// Byte address of block blk (of blk_bytes bytes holding blk_vals values) of weight row r; under
+// EXPERTS 4 the row is the slots' rows side by side, each p.f_rows values.
+uint wblock(uint r, uint blk, uint blk_bytes, uint blk_vals) {
+    if ((EXPERTS & 4u) == 0u) return wrow[r] + blk * blk_bytes;
+    uint per = p.f_rows / blk_vals;
+    return wrow[r] + seg[blk / per] + (blk % per) * blk_bytes;
+}
 
 // vec4 i of x row c, as the weight rows are multiplied by it: times the norm's weights under NORM.
 // Every vec4 of a row is loaded once per thread group, so its square is counted once.
@@ -181,7 +200,7 @@ void mv_plain() {
         uvec4 q[UNR * R];
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = min(u0 + j * T, n - 1u);
-            [[unroll]] for (uint r = 0u; r < R; r++) q[j * R + r] = w16(r, wrow[r] / 16u + u);
+            [[unroll]] for (uint r = 0u; r < R; r++) q[j * R + r] = w16(r, wblock(r, u, 16u, W_TYPE == T_F32 ? 4u : 8u) / 16u);
         }
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = u0 + j * T;
@@ -213,7 +232,7 @@ void mv_q8_0() {
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = min(u0 + j * T, n - 1u);
             [[unroll]] for (uint r = 0u; r < R; r++) {
-                uint b = wrow[r] + (u >> 2) * 34u, i = (b + 2u + (u & 3u) * 8u) >> 2;
+                uint b = wblock(r, u >> 2, 34u, 32u), i = (b + 2u + (u & 3u) * 8u) >> 2;
                 q[j * R + r] = uvec4(word(r, b >> 2), word(r, i), word(r, i + 1u), word(r, i + 2u));
             }
         }
@@ -224,7 +243,7 @@ void mv_q8_0() {
                 vec4 xa = xget(c, 2u * u), xb = xget(c, 2u * u + 1u);
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 w = q[j * R + r];
-                    uint sh = ((wrow[r] + (u >> 2) * 34u) & 2u) * 8u; // d's half of its word
+                    uint sh = (wblock(r, u >> 2, 34u, 32u) & 2u) * 8u; // d's half of its word
                     float d = unpackHalf2x16(w.x >> sh).x;
                     // int8 v as the byte v ^ 0x80 = v + 128
                     vec4 lo = bytes4(funnel(w.y, w.z, 16u - sh) ^ 0x80808080u, 128.0);
@@ -259,7 +278,7 @@ void mv_q4_k() {
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = min(u0 + j * T, n - 1u);
             [[unroll]] for (uint r = 0u; r < R; r++) {
-                uint b = wrow[r] / 16u + (u >> 3) * 9u;
+                uint b = wblock(r, u >> 3, 144u, 256u) / 16u;
                 hd[j * R + r] = w16(r, b);
                 qs[j * R + r] = w16(r, b + 1u + (u & 7u));
             }
@@ -325,7 +344,7 @@ void mv_q6_k() {
         [[unroll]] for (uint j = 0u; j < UNR; j++) {
             uint u = min(u0 + j * T, n - 1u), half_n = (u >> 3) & 1u;
             [[unroll]] for (uint r = 0u; r < R; r++) {
-                uint wb = (wrow[r] + (u >> 4) * 210u) >> 2, i = wb + 16u * half_n + (u & 7u);
+                uint wb = wblock(r, u >> 4, 210u, 256u) >> 2, i = wb + 16u * half_n + (u & 7u);
                 uint h = wb + 32u + 8u * half_n + (u & 7u), s = wb + 48u + 2u * half_n;
                 qa[j * R + r] = uvec4(word(r, i), word(r, i + 1u), word(r, i + 8u), word(r, i + 9u));
                 qb[j * R + r] = uvec4(word(r, h), word(r, h + 1u), word(r, s), word(r, s + 1u));
@@ -342,7 +361,7 @@ void mv_q6_k() {
                 [[unroll]] for (uint r = 0u; r < R; r++) {
                     uvec4 a = qa[j * R + r], b = qb[j * R + r];
                     uvec2 e = qc[j * R + r];
-                    uint sh = ((wrow[r] + (u >> 4) * 210u) & 2u) * 8u;
+                    uint sh = (wblock(r, u >> 4, 210u, 256u) & 2u) * 8u;
                     uint lo0 = funnel(a.x, a.y, sh), lo1 = funnel(a.z, a.w, sh), qh = funnel(b.x, b.y, sh);
                     vec4 dots = vec4(dot(q6_vals((lo0 & 0x0f0f0f0fu) | ((qh << 4) & 0x30303030u)), xs[0]),
                                      dot(q6_vals((lo1 & 0x0f0f0f0fu) | ((qh << 2) & 0x30303030u)), xs[1]),
@@ -383,7 +402,10 @@ bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v, out uint 
     }
     uint oi = xr * p.m + p.m0 + wr;
     switch (EPI) {
-    case EPI_ADD: v += aux[oi]; break;
+    case EPI_ADD:
+        v += aux[oi] * ((EXPERTS & 8u) != 0u ? sigmoid(aux_gate[xr]) : 1.0);
+        if ((EXPERTS & 16u) != 0u) v += resid[oi];
+        break;
     case EPI_SILU_MUL: v *= silu(GATE != 0u ? gv : aux[oi]); break;
     case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
     }
@@ -531,7 +553,7 @@ void warm_begin(uint gid) {
     warm_v0 = in_range ? warm_v[at] : uvec4(0u);
 }
 
-// EXPERTS: the expert that slot s of route row c names (0 when the row routes to fewer), found by
+// EXPERTS: the expert that slot s of route row c names (0xffffffff when it routes to fewer), found by
 // the whole subgroup: each lane counts the nonzero weights of its run of experts, a prefix sum
 // says which lane holds the s-th, and that lane walks its run again.
 uint slot_expert(uint c, uint s) {
@@ -550,18 +572,29 @@ uint slot_expert(uint c, uint s) {
                 left--;
             }
     }
-    found = subgroupMin(found);
-    return found == 0xffffffffu ? 0u : found;
+    return subgroupMin(found);
 }
 
-// EXPERTS: wrow for output rows v0 .. v0 + RO - 1 of x row c (clamped like the plain rows).
+float wsc[R]; // EXPERTS 2: the route weight of each weight row's slot
+
+// EXPERTS 1: wrow (and wsc) for output rows v0 .. v0 + RO - 1 of x row c (clamped like the plain rows).
 void expert_rows(uint v0, uint c) {
     uint first = min(v0, p.m_rows - 1u), last = min(v0 + RO - 1u, p.m_rows - 1u);
     uint ef = slot_expert(c, first / p.f_rows);
     uint el = last / p.f_rows == first / p.f_rows ? ef : slot_expert(c, last / p.f_rows);
     [[unroll]] for (uint r = 0u; r < R; r++) {
         uint v = min(v0 + r % RO, p.m_rows - 1u), e = v / p.f_rows == first / p.f_rows ? ef : el;
-        wrow[r] = (e * p.f_rows + v % p.f_rows) * p.row_bytes;
+        wsc[r] = e == 0xffffffffu ? 0.0 : route[c * p.experts + e];
+        wrow[r] = ((e == 0xffffffffu ? 0u : e) * p.f_rows + v % p.f_rows) * p.row_bytes;
+    }
+}
+
+// EXPERTS 4: seg, the byte offset of each slot's expert (expert 0 for a slot not routed to: its h is 0).
+void expert_segments(uint c) {
+    uint slots = p.k / p.f_rows, bytes = p.m_rows * p.row_bytes;
+    [[unroll]] for (uint s = 0u; s < MAX_SLOTS; s++) {
+        uint e = s < slots ? slot_expert(c, s) : 0u;
+        seg[s] = (e == 0xffffffffu ? 0u : e) * bytes;
     }
 }
 
@@ -580,7 +613,8 @@ void main() {
     uint spg = max(T / gl_SubgroupSize, 1u), g = gl_SubgroupID / spg;
     lane = (gl_SubgroupID % spg) * gl_SubgroupSize + gl_SubgroupInvocationID;
     [[unroll]] for (uint r = 0u; r < R; r++) wrow[r] = min(w0 + g * RO + r % RO, p.m_rows - 1u) * p.row_bytes;
-    if (EXPERTS != 0u) expert_rows(w0 + g * RO, min(r0, rows - 1u));
+    if ((EXPERTS & 1u) != 0u) expert_rows(w0 + g * RO, min(r0, rows - 1u));
+    if ((EXPERTS & 4u) != 0u) expert_segments(min(r0, rows - 1u));
     [[unroll]] for (uint c = 0u; c < NX; c++) xrow[c] = min(r0 + c, rows - 1u) * (p.k / 4u);
     [[unroll]] for (uint s = 0u; s < RN; s++) acc[s] = 0.0;
     [[unroll]] for (uint c = 0u; c < NX; c++) ss[c] = 0.0;
@@ -590,6 +624,8 @@ void main() {
     case T_Q6_K: mv_q6_k(); break;
     default: mv_plain(); break;
     }
+    if ((EXPERTS & 2u) != 0u) // the up rows (the first RO), weighted; the gate rows are not
+        [[unroll]] for (uint s = 0u; s < RO * NX; s++) acc[s] *= wsc[s / NX];
     [[unroll]] for (uint s = 0u; s < RN; s++) {
         float v = subgroupAdd(acc[s]);
         if (subgroupElect()) red[gl_SubgroupID * RS + s] = v;
