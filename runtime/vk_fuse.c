@@ -360,19 +360,6 @@ static void fuse_norm_matvec(rlx_program *p, rlx_node i) {
     p->nodes[i].fused_into = last;
 }
 
-/* CAUSAL_CONV i of a one-row program (a decode step of one sequence) whose x is a MATMUL on
- * matvec.comp read only here: each output channel's thread in the matvec does that channel's conv
- * and moves its state on (shaders/matvec.glsl EPI_CONV), so the conv has no dispatch and no stage
- * of its own. With more rows, a sequence's rows would read each other's inputs. */
-static void fuse_conv(rlx_program *p, rlx_node i) {
-    rlx_node x = in0(p, i);
-    if (p->static_rows != 1 || !absorbable(p, x, RLX_OP_MATMUL) || !vk_takes_matvec(p, x) ||
-        node(p, x)->numel != last_dim(node(p, x)))
-        return;
-    p->nodes[x].fused_into = i;
-    absorb(p, i, VK_FUSE_CONV_MATVEC, x, RLX_NO_NODE);
-}
-
 /* The one live node that reads j (j has one consumer), or RLX_NO_NODE. */
 static rlx_node consumer_of(const rlx_program *p, rlx_node j) {
     for (rlx_node c = j + 1; c < p->n_nodes; c++)
@@ -426,7 +413,6 @@ void vk_plan_fusion(rlx_program *p) {
             break;
         case RLX_OP_L2_NORM: fuse_l2(p, i); break;
         case RLX_OP_DELTA_RULE: fuse_delta(p, i); break;
-        case RLX_OP_CAUSAL_CONV: fuse_conv(p, i); break;
         case RLX_OP_ROPE: fuse_norm(p, i, VK_FUSE_NORM_ROPE); break;
         default: break;
         }

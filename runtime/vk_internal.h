@@ -149,8 +149,6 @@ typedef enum {
                              each such producer's fused_into is the DELTA_RULE */
     VK_FUSE_ATTN_STEP,   /* ATTENTION of one query row whose q is fuse_a (ROPE, maybe of an RMS_NORM) and whose
                             K write fuse_b (VK_FUSE_KV_ROPE) and V write are done by shaders/attention_step.comp */
-    VK_FUSE_CONV_MATVEC, /* CAUSAL_CONV of one row whose x is fuse_a (a MATMUL on matvec.comp read only here): the
-                            matvec's epilogue does the conv and the state update (EPI_CONV) */
     VK_FUSE_MOE_ADD,     /* ADD whose sum includes fuse_a (MOE_FFN): the down pass adds the rest (vk_fuse.c
                             fuse_moe); fuse_b the inner ADD when there are two, else RLX_NO_NODE */
 } vk_fuse;

@@ -223,12 +223,7 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 #define lower_RESHAPE lower_none
 #define lower_STATE lower_none /* the session's state buffer (vk_compile.c bind_state) */
 /* the Gated DeltaNet ops: vk_lower_recurrent.c */
-static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi);
-
-static rlx_status lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
-    if (node(p, i)->fuse == VK_FUSE_CONV_MATVEC) return emit_matmul(p, i, node(p, i)->fuse_a, RLX_NO_NODE, EPI_CONV);
-    return vk_lower_CAUSAL_CONV(p, i);
-}
+#define lower_CAUSAL_CONV vk_lower_CAUSAL_CONV
 #define lower_DELTA_RULE vk_lower_DELTA_RULE
 #define lower_DELTA_GATE vk_lower_DELTA_GATE
 #define lower_L2_NORM vk_lower_L2_NORM
@@ -512,7 +507,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint32_t writes = RLX_VK_BIT(matvec, OUT) |
                       (post != RLX_NO_NODE ? RLX_VK_BIT(matvec, POST_OUT) | RLX_VK_BIT(matvec, SYNC) : 0u);
     for (uint32_t part = 0; part < m.n_parts; part++) {
-        vk_range bind[12];
+        vk_range bind[11];
         uint64_t row0, part_rows;
         bind[RLX_VK_BIND(matvec, X)] = x_in.rows;
         matrix_part(&m, part, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
@@ -526,8 +521,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &g_row0, &g_rows);
         }
         /* without POST its bindings are the output's (written anyway: no hazard of their own) */
-        bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = bind[RLX_VK_BIND(matvec, CONV_STATE)] =
-            bind[RLX_VK_BIND(matvec, OUT)];
+        bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = bind[RLX_VK_BIND(matvec, OUT)];
         bind[RLX_VK_BIND(matvec, POST_W)] = bind[RLX_VK_BIND(matvec, WARM_K)] = bind[RLX_VK_BIND(matvec, WARM_V)] =
             bind[RLX_VK_BIND(matvec, X)];
         float post_eps = 0.0f;
@@ -537,15 +531,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             bind[RLX_VK_BIND(matvec, SYNC)] = vk_const_range(p, n->const_offset, vk_post_sync_bytes(p, out_node));
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
-        uint32_t push[16] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0, 0, 0,
-                             0, 0, 0};
-        if (epi == EPI_CONV) { /* the conv's weights at AUX, its state at binding 10 (vk_fuse.c fuse_conv) */
-            RLX_TRY(vk_f32_range(p, n->info.in[1], &bind[RLX_VK_BIND(matvec, AUX)]));
-            bind[RLX_VK_BIND(matvec, CONV_STATE)] = vk_node_range(p, n->info.in[2]);
-            push[13] = (uint32_t)in(p, out_node, 1)->info.shape.dim[1];
-            vk_state_words(p, n->info.in[2], &push[14], &push[15]);
-        }
+        uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
+                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0, 0, 0};
         matvec_plan mv;
         if (vk_takes_matvec(p, mm) && vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi,
                                                           x_in.norm != 0, gate != RLX_NO_NODE, &mv)) {
@@ -553,13 +540,12 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             mv.spec[RLX_VK_SPEC(matvec, POST)] = post_kind;
             push[9] = (uint32_t)mv.groups;
             if (n->warm != RLX_NO_NODE) warm_caches(p, n->warm, mv.spec, bind, push, &reads);
-            uint32_t conv = epi == EPI_CONV ? RLX_VK_BIT(matvec, AUX) | RLX_VK_BIT(matvec, CONV_STATE) : 0u;
             rlx_vk_kernel kernel = vk_matvec_kernel(m.type, k, gate != RLX_NO_NODE);
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 12, reads | conv,
-                            writes | (conv & RLX_VK_BIT(matvec, CONV_STATE)), push, sizeof push, mv.groups));
+            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, mv.spec, bind, 11, reads, writes, push, sizeof push,
+                            mv.groups));
             continue;
         }
-        if (post != RLX_NO_NODE || x_in.norm == 2 || epi == EPI_CONV) /* fusions planned on matvec.comp */
+        if (post != RLX_NO_NODE || x_in.norm == 2) /* fuse_*_into_producer planned on matvec.comp */
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d: a norm or argmax fused into its matvec without a matvec plan",
                               out_node);
         uint64_t groups = ceil_div(part_rows, per_group) * ceil_div(rows, nx);
@@ -1129,9 +1115,9 @@ static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down
     const vk_node *n = node(p, j->i);
     const rlx_shape *ws = &in(p, j->i, 4)->info.shape; /* down [E, D, F] */
     uint64_t rows = (uint64_t)n->info.shape.dim[0];
-    vk_range bind[12];
+    vk_range bind[11];
     uint64_t row0, part_rows;
-    for (int b = 0; b < 12; b++) bind[b] = down ? j->h : j->x;
+    for (int b = 0; b < 11; b++) bind[b] = down ? j->h : j->x;
     matrix_part(m, 0, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
     bind[RLX_VK_BIND(matvec, POST_W)] = j->route;
     uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | RLX_VK_BIT(matvec, POST_W);
@@ -1139,12 +1125,11 @@ static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down
     if (!down) {
         matrix mg = matrix_of(p, n->info.in[2]);
         matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &row0, &part_rows);
-        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] =
-            bind[RLX_VK_BIND(matvec, CONV_STATE)] = j->h;
+        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = j->h;
         reads |= RLX_VK_BIT(matvec, GATE_W);
     } else {
         bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] =
-            bind[RLX_VK_BIND(matvec, CONV_STATE)] = vk_node_range(p, j->at);
+            vk_node_range(p, j->at);
         if (j->epi->bits & 1u) bind[RLX_VK_BIND(matvec, AUX)] = j->epi->aux;
         if (j->epi->bits & 2u) bind[RLX_VK_BIND(matvec, WARM_K)] = j->epi->aux_gate;
         if (j->epi->bits & 4u) bind[RLX_VK_BIND(matvec, WARM_V)] = j->epi->resid;
@@ -1158,9 +1143,9 @@ static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down
     }
     mv->spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
     mv->spec[RLX_VK_SPEC(matvec, EXPERTS)] = experts_bits;
-    uint32_t push[16] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)m->row_bytes,
-                         tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2], 0, 0, 0};
-    return vk_emit(p, &p->run, j->at, vk_matvec_kernel(m->type, k, !down), mv->spec, bind, 12, reads,
+    uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)m->row_bytes,
+                         tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2]};
+    return vk_emit(p, &p->run, j->at, vk_matvec_kernel(m->type, k, !down), mv->spec, bind, 11, reads,
                    RLX_VK_BIT(matvec, OUT), push, sizeof push, mv->groups);
 }
 

@@ -15,8 +15,6 @@ static inline rlx_node vk_rope_norm(const rlx_program *p, rlx_node r) {
 /* Refuses what the kernels cannot run (a conv of too many taps, a key head too large). */
 rlx_status vk_prepare_recurrent(rlx_program *p, rlx_node i);
 rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i);
-/* STATE node st's offset into a slot and the floats of a slot (the push words the kernels take). */
-void vk_state_words(const rlx_program *p, rlx_node st, uint32_t *offset, uint32_t *floats);
 rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i);
 rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i);
 rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i);

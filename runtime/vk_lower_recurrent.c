@@ -45,7 +45,7 @@ static rlx_status operand(const rlx_program *p, rlx_node s, rlx_node plain, vk_r
 
 /* The floats of a STATE node's offset and of a slot, as the kernels' 32-bit words (the state of a
  * layer fits one binding: vk_state_layer_bytes). */
-void vk_state_words(const rlx_program *p, rlx_node st, uint32_t *offset, uint32_t *floats) {
+static void state_words(const rlx_program *p, rlx_node st, uint32_t *offset, uint32_t *floats) {
     *offset = (uint32_t)node(p, st)->info.attrs.state_offset;
     *floats = (uint32_t)p->s->kv.state_floats;
 }
@@ -82,7 +82,7 @@ rlx_status vk_lower_CAUSAL_CONV(rlx_program *p, rlx_node i) {
     bind[RLX_VK_BIND(causal_conv, STATE)] = vk_node_range(p, n->info.in[2]);
     bind[RLX_VK_BIND(causal_conv, OUT)] = vk_node_range(p, i);
     uint32_t off, floats, wg = p->b->wg;
-    vk_state_words(p, n->info.in[2], &off, &floats);
+    state_words(p, n->info.in[2], &off, &floats);
     uint64_t chan_groups = ceil_div(c, wg), seq_groups = rows < CONV_MAX_SEQ_GROUPS ? rows : CONV_MAX_SEQ_GROUPS;
     uint32_t push[7] = {(uint32_t)rows, (uint32_t)c, (uint32_t)k, off, floats, (uint32_t)chan_groups,
                         (uint32_t)seq_groups};
@@ -194,7 +194,7 @@ rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
     bind[RLX_VK_BIND(delta_step, STATE)] = vk_node_range(p, x[5]);
     bind[RLX_VK_BIND(delta_step, OUT)] = vk_node_range(p, i);
     uint32_t off, floats;
-    vk_state_words(p, x[5], &off, &floats);
+    state_words(p, x[5], &off, &floats);
     uint64_t rows = (uint64_t)n->info.shape.dim[0], hv = (uint64_t)n->info.shape.dim[1];
     uint32_t push[DELTA_PUSH_WORDS] = {(uint32_t)rows, (uint32_t)q->info.shape.dim[1], (uint32_t)hv,
                                        (uint32_t)q->info.shape.dim[2], (uint32_t)n->info.shape.dim[2], off, floats,

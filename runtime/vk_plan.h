@@ -6,7 +6,7 @@
 #include "runtime/vk_internal.h"
 
 /* shaders/matmul.comp and shaders/matvec.comp EPI */
-enum { EPI_NONE, EPI_ADD, EPI_SILU_MUL, EPI_GELU_MUL, EPI_CONV /* matvec.comp only */ };
+enum { EPI_NONE, EPI_ADD, EPI_SILU_MUL, EPI_GELU_MUL };
 
 static inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 

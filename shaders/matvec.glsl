@@ -78,7 +78,6 @@ layout(constant_id = 11) const uint EXPERTS = 0; // 1: rows chosen through the r
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
 #define EPI_GELU_MUL 3u // out = gelu_tanh(aux) * dot
-#define EPI_CONV 4u     // out = CAUSAL_CONV of dot, one row (runtime/vk_fuse.c fuse_conv): see conv_step
 
 // MATVEC_STREAM (matvec_stream.comp): the weights are declared coherent, which asks the driver for
 // loads that see other invocations' writes, so it cannot serve them from the SM's L1; each weight
@@ -112,8 +111,6 @@ layout(set = 1, binding = 9) readonly buffer WarmK { uvec4 warm_k[]; }; // WARM:
 layout(set = 1, binding = 10) readonly buffer WarmV { uvec4 warm_v[]; }; // WARM: the V cache
 layout(set = 1, binding = 9) readonly buffer AuxGate { float aux_gate[]; }; // EXPERTS 8: [rows]
 layout(set = 1, binding = 10) readonly buffer Resid { float resid[]; };     // EXPERTS 16: [rows, m]
-layout(set = 1, binding = 3) readonly buffer ConvW { float conv_w[]; };     // EPI_CONV: [m, taps]
-layout(set = 1, binding = 11) buffer ConvState { float conv_st[]; };        // EPI_CONV: the state slots
 
 layout(push_constant) uniform Push {
     uint rows;      // rows of x
@@ -129,9 +126,6 @@ layout(push_constant) uniform Push {
     uint warm_row16; // WARM: 16-byte words per cache row (all kv heads of one position)
     uint experts;    // EXPERTS: E
     uint f_rows;     // EXPERTS: rows per expert F (4: values per slot)
-    uint conv_taps;  // EPI_CONV: K
-    uint state_offset; // EPI_CONV: the conv state's floats into a slot
-    uint state_floats; // EPI_CONV: floats per slot
 } p;
 
 #define RLX_DEQUANT_TYPES_ONLY
@@ -384,24 +378,6 @@ void mv_q6_k() {
     }
 }
 
-// EPI_CONV: channel ch of x row r is the conv's newest input v: y = silu(sum_j w[ch, j] u_j +
-// w[ch, K-1] v) over the sequence's last K-1 inputs u (its state part, oldest first; zeros at
-// position 0), which then moves on by v (as shaders/causal_conv.comp's decode form). The channel is
-// this invocation's alone, so its state words are read and written by nobody else.
-float conv_step(uint r, uint ch, float v) {
-    uint s = rlx_seq_of(r), km1 = p.conv_taps - 1u;
-    uint base = rlx_seq_slot(s) * p.state_floats + p.state_offset + ch;
-    bool fresh = rlx_seq_fresh(s);
-    float acc = conv_w[ch * p.conv_taps + km1] * v, prev = v;
-    for (uint j = km1; j-- > 0u;) { // newest first: each input moves one place older
-        float u = fresh ? 0.0 : conv_st[base + j * p.m];
-        acc += conv_w[ch * p.conv_taps + j] * u;
-        conv_st[base + j * p.m] = prev;
-        prev = u;
-    }
-    return silu(acc);
-}
-
 // Invocation t's output: its group's sums from red, the norm, the epilogue. Returns whether it
 // stores one (its value in v).
 bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v, out uint col) {
@@ -432,7 +408,6 @@ bool store(uint t, uint w0, uint r0, uint rows, uint spg, out float v, out uint 
         break;
     case EPI_SILU_MUL: v *= silu(GATE != 0u ? gv : aux[oi]); break;
     case EPI_GELU_MUL: v *= gelu_tanh(GATE != 0u ? gv : aux[oi]); break;
-    case EPI_CONV: v = conv_step(xr, p.m0 + wr, v); break;
     }
     o[oi] = v;
     if (POST == 1u) xs_out[oi] = v * pw[p.m0 + wr];
