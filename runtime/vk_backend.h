@@ -27,9 +27,13 @@
  *                                         matvec has read into L2 after it: 0 never, else wherever
  *                                         it can (default: 3,072 on a GPU for plain-type rows of
  *                                         4,096+; vk_warm_next.c)
+ *   RLX_VK_MOE_GROUPED=0|1                MOE_FFN's grouped path for many rows (moe_mm.comp):
+ *                                         never (moe_mv.comp, for A/B), or wherever it fits, any
+ *                                         row count (default: vk_plan.c vk_moe_grouped_plan; never
+ *                                         in deterministic mode)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks)
- *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW / _SPLIT_KEYS / _KB, RLX_VK_COOPMAT_TM / _DEPTH
+ *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW / _SPLIT_KEYS / _KB, RLX_VK_COOPMAT_TM / _DEPTH, RLX_VK_MOE_TM
  *                                         tuning knobs, each a power of two in a range
  *                                         (vk_options.c; docs/ARCHITECTURE.md)
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the
@@ -43,7 +47,7 @@
  *                                         for a GPU on any device, so that tests on lavapipe check
  *                                         them (tests/vulkan/tests.cmake)
  * An unset or empty variable means the default. A malformed value of RLX_VK_FAULT, _WAIT, _WARM,
- * _WARM_NEXT, _PLANS, _DETERMINISTIC, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when
+ * _WARM_NEXT, _PLANS, _DETERMINISTIC, _MOE_GROUPED, _COOPMAT, _MAX_BINDING_BYTES or a tuning knob is refused when
  * the backend is created, with an error naming the variable. */
 #ifndef RLX_RUNTIME_VK_BACKEND_H
 #define RLX_RUNTIME_VK_BACKEND_H

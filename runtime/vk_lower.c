@@ -15,9 +15,8 @@
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 #define NORM_MAX_SLOTS 8        /* shaders/rms_norm.comp NS: slots per invocation held in registers */
 
-/* shaders/ew.comp OP, shaders/moe_mv.comp MODE */
+/* shaders/ew.comp OP */
 enum { EW_ADD, EW_MUL, EW_SCALE, EW_SILU, EW_GELU_TANH, EW_SILU_MUL, EW_GELU_MUL, EW_SIGMOID };
-enum { MOE_GATE, MOE_UP, MOE_DOWN };
 
 static uint64_t stride_groups(uint64_t n, uint32_t wg) {
     uint64_t g = ceil_div(n, wg);
@@ -63,7 +62,7 @@ static rlx_status check_type(const rlx_program *p, rlx_node i, const vk_node *w,
 
 /* ---- packed matrix operands (MATMUL w, EMBED table, MOE_FFN experts) ---- */
 
-static void matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows) {
+void vk_matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows) {
     if (!m->w) {
         *r = m->whole;
         *row0 = 0;
@@ -76,7 +75,7 @@ static void matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0
     *rows = part->rows;
 }
 
-static rlx_status single_part(const rlx_program *p, rlx_node i, const matrix *m) {
+rlx_status vk_single_part(const rlx_program *p, rlx_node i, const matrix *m) {
     if (m->n_parts == 1) return NULL;
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d %s: weight '%s' (%" PRIu64 " bytes) exceeds one binding (%" PRIu64
                       " bytes on %s)",
@@ -149,18 +148,7 @@ static rlx_status prepare_rope(rlx_program *p, rlx_node i) {
     return NULL;
 }
 
-static uint32_t moe_slots(const rlx_program *p, rlx_node i) {
-    const vk_node *route = in(p, i, 1);
-    if (route->info.op == RLX_OP_MOE_ROUTE) return (uint32_t)route->info.attrs.top_k;
-    return (uint32_t)route->info.shape.dim[1];
-}
-
 static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i);
-
-/* MOE_FFN i's hidden rows [rows, slots, F] between its passes. */
-static uint64_t moe_scratch_bytes(const rlx_program *p, rlx_node i) {
-    return (uint64_t)node(p, i)->info.shape.dim[0] * moe_slots(p, i) * (uint64_t)in(p, i, 2)->info.shape.dim[1] * 4;
-}
 
 rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     vk_node *n = &p->nodes[i];
@@ -180,9 +168,7 @@ rlx_status vk_prepare_node(rlx_program *p, rlx_node i) {
     case RLX_OP_MOE_FFN:
         for (int k = 2; k < 5; k++)
             if (in(p, i, k)->store == VK_STORE_WEIGHT) RLX_TRY(check_type(p, i, in(p, i, k), "expert weights"));
-        /* the dispatching node holds the hidden rows' scratch: this one, or the ADD it is fused into */
-        p->nodes[n->fused_into != RLX_NO_NODE ? n->fused_into : i].scratch_bytes = moe_scratch_bytes(p, i);
-        return NULL;
+        return vk_prepare_moe_ffn(p, i);
     case RLX_OP_MOE_ROUTE:
         if (n->info.shape.dim[1] > MAX_EXPERTS)
             return rlx_errorf(RLX_ERR_UNSUPPORTED, "compile: %%%d MOE_ROUTE: %" PRId64 " experts, at most %d supported", i,
@@ -229,6 +215,7 @@ static rlx_status lower_none(rlx_program *p, rlx_node i) {
 #define lower_L2_NORM vk_lower_L2_NORM
 #define lower_SLICE vk_lower_SLICE
 #define lower_SCALE_ROWS vk_lower_SCALE_ROWS
+#define lower_MOE_FFN vk_lower_MOE_FFN /* vk_lower_moe.c */
 
 static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *ids = in(p, i, 1);
@@ -238,7 +225,7 @@ static rlx_status lower_EMBED(rlx_program *p, rlx_node i) {
     for (uint32_t k = 0; k < m.n_parts; k++) {
         vk_range bind[3];
         uint64_t row0, part_rows;
-        matrix_part(&m, k, &bind[RLX_VK_BIND(embed, TABLE)], &row0, &part_rows);
+        vk_matrix_part(&m, k, &bind[RLX_VK_BIND(embed, TABLE)], &row0, &part_rows);
         bind[RLX_VK_BIND(embed, IDS)] = vk_node_range(p, n->info.in[1]);
         bind[RLX_VK_BIND(embed, OUT)] = vk_node_range(p, i);
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)d, (uint32_t)m.row_bytes, (uint32_t)row0, (uint32_t)part_rows,
@@ -256,7 +243,7 @@ static uint32_t row_wg(const rlx_program *p, uint64_t cols) { return cols <= 102
 
 /* Weight rows per matvec workgroup: one per subgroup of the snapshot's size (a different size at
  * run time only changes how rows are shared out, shaders/matmul.comp). */
-static uint32_t rows_per_group(const rlx_program *p) {
+uint32_t vk_rows_per_group(const rlx_program *p) {
     uint32_t sg = p->b->dev->caps->subgroup_size;
     return sg && p->b->wg_row > sg ? p->b->wg_row / sg : 1;
 }
@@ -317,7 +304,7 @@ static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i) {
         vk_range r;
         uint64_t row0, part_rows;
         uint32_t type;
-        matrix_part(&m, k, &r, &row0, &part_rows);
+        vk_matrix_part(&m, k, &r, &row0, &part_rows);
         vk_coop_plan c = coop_part_plan(p, mm, &u, part_rows, &type);
         uint64_t bytes = c.split > 1 ? (uint64_t)c.split * rows * part_rows * 4 : 0;
         if (bytes > parts) parts = bytes;
@@ -379,7 +366,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         vk_range bind[5];
         uint64_t row0, part_rows;
         bind[RLX_VK_BIND(matmul_coop, X)] = xr;
-        matrix_part(&m, part, &bind[RLX_VK_BIND(matmul_coop, W)], &row0, &part_rows);
+        vk_matrix_part(&m, part, &bind[RLX_VK_BIND(matmul_coop, W)], &row0, &part_rows);
         bind[RLX_VK_BIND(matmul_coop, OUT)] = vk_node_range(p, out_node);
         bind[RLX_VK_BIND(matmul_coop, AUX)] = auxr;
         bind[RLX_VK_BIND(matmul_coop, PART)] = bind[RLX_VK_BIND(matmul_coop, OUT)]; /* unused unless split */
@@ -486,7 +473,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     uint64_t k = (uint64_t)last_dim(x), cols = (uint64_t)last_dim(n), rows = (uint64_t)x->numel / k;
     if (vk_takes_tiled(p, rows, k, m.type)) return emit_matmul_tiled(p, out_node, mm, aux, epi);
     /* deterministic: one NX (one pipeline) for every row count */
-    uint32_t nx = rows < 8 && !vk_deterministic(p) ? (uint32_t)rows : 8, per_group = rows_per_group(p);
+    uint32_t nx = rows < 8 && !vk_deterministic(p) ? (uint32_t)rows : 8, per_group = vk_rows_per_group(p);
     uint32_t mv_nx = vk_matvec_nx(p, rows, nx);
     uint32_t spec[5] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
                         [RLX_VK_SPEC(matmul, W_TYPE)] = m.type,
@@ -510,7 +497,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         vk_range bind[11];
         uint64_t row0, part_rows;
         bind[RLX_VK_BIND(matvec, X)] = x_in.rows;
-        matrix_part(&m, part, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
+        vk_matrix_part(&m, part, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
         bind[RLX_VK_BIND(matvec, OUT)] = vk_node_range(p, out_node);
         bind[RLX_VK_BIND(matvec, AUX)] = auxr;
         bind[RLX_VK_BIND(matvec, NORM_W)] = x_in.norm_w;
@@ -518,7 +505,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
         if (gate != RLX_NO_NODE) { /* one part: fuse_gate_up */
             matrix mg = matrix_of(p, in1(p, gate));
             uint64_t g_row0, g_rows;
-            matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &g_row0, &g_rows);
+            vk_matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &g_row0, &g_rows);
         }
         /* without POST its bindings are the output's (written anyway: no hazard of their own) */
         bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = bind[RLX_VK_BIND(matvec, OUT)];
@@ -912,13 +899,11 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
                    stride_groups((uint64_t)n->numel, p->b->wg));
 }
 
-static rlx_status lower_moe_add(rlx_program *p, rlx_node at);
-
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
     if (absorbed(p, i)) return NULL; /* the inner sum of a MoE's (vk_fuse.c fuse_moe) */
     if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
-    if (n->fuse == VK_FUSE_MOE_ADD) return lower_moe_add(p, i);
+    if (n->fuse == VK_FUSE_MOE_ADD) return vk_lower_moe_add(p, i); /* vk_lower_moe.c */
     if (n->fuse == VK_FUSE_NORM_ADD)
         return emit_rms_norm(p, (norm_job){i, n->fuse_a, RLX_NO_NODE, RLX_NO_NODE, n->fuse_b, 1.0f, false});
     return elementwise(p, i, EW_ADD, in0(p, i), in1(p, i), 1.0f);
@@ -1037,185 +1022,6 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     uint32_t per_wg = p->b->wg / p->b->dev->caps->subgroup_max;
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, RLX_VK_BIT(moe_route, X),
                    RLX_VK_BIT(moe_route, OUT), push, sizeof push, ceil_div(rows, per_wg ? per_wg : 1));
-}
-
-/* What MOE_FFN's down pass adds after the experts' sum (shaders/moe_mv.comp EPI; vk_fuse.c fuse_moe). */
-typedef struct moe_epi {
-    uint32_t bits;             /* 1 aux, 2 aux gated by sigmoid(aux_gate), 4 resid */
-    vk_range aux, aux_gate, resid;
-} moe_epi;
-
-/* One expert pass of MOE_FFN i (shaders/moe_mv.comp), dispatched for node at. */
-static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mode, rlx_node w, vk_range x,
-                           vk_range route, vk_range y, const moe_epi *epi) {
-    const vk_node *n = node(p, i);
-    uint32_t slots = moe_slots(p, i);
-    matrix m = matrix_of(p, w);
-    RLX_TRY(single_part(p, i, &m));
-    const rlx_shape *ws = &node(p, w)->info.shape; /* [E, out, in] */
-    uint64_t rows = (uint64_t)n->info.shape.dim[0], out = (uint64_t)ws->dim[1];
-    vk_range bind[8] = {[RLX_VK_BIND(moe_mv, X)] = x, [RLX_VK_BIND(moe_mv, ROUTE)] = route, [RLX_VK_BIND(moe_mv, Y)] = y,
-                        [RLX_VK_BIND(moe_mv, AUX)] = x, [RLX_VK_BIND(moe_mv, AUX_GATE)] = x, [RLX_VK_BIND(moe_mv, RESID)] = x,
-                        [RLX_VK_BIND(moe_mv, NS)] = x};
-    /* x prepared by the matvec that computed the norm's input (vk_fuse.c): its sync block's factor */
-    bool scaled = mode != MOE_DOWN && n->fuse == VK_FUSE_MATVEC_SCALED;
-    if (scaled) {
-        rlx_node add = node(p, n->fuse_a)->fuse_a;
-        bind[RLX_VK_BIND(moe_mv, NS)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
-    }
-    uint64_t row0, part_rows;
-    matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mv, W)], &row0, &part_rows);
-    uint32_t epi_bits = mode == MOE_DOWN ? epi->bits : 0u;
-    if (epi_bits & 1u) bind[RLX_VK_BIND(moe_mv, AUX)] = epi->aux;
-    if (epi_bits & 2u) bind[RLX_VK_BIND(moe_mv, AUX_GATE)] = epi->aux_gate;
-    if (epi_bits & 4u) bind[RLX_VK_BIND(moe_mv, RESID)] = epi->resid;
-    uint32_t spec[7] = {[RLX_VK_SPEC_WG] = p->b->wg_row,
-                        [RLX_VK_SPEC(moe_mv, W_TYPE)] = m.type,
-                        [RLX_VK_SPEC(moe_mv, MODE)] = mode,
-                        [RLX_VK_SPEC(moe_mv, ACT)] = 0,
-                        [RLX_VK_SPEC(moe_mv, R)] = rows_per_group(p),
-                        [RLX_VK_SPEC(moe_mv, EPI)] = epi_bits,
-                        [RLX_VK_SPEC(moe_mv, SCALED)] = scaled ? 1u : 0u};
-    uint32_t push[8] = {(uint32_t)rows,
-                        (uint32_t)ws->dim[0],
-                        slots,
-                        (uint32_t)ws->dim[2],
-                        (uint32_t)out,
-                        (uint32_t)m.row_bytes,
-                        (uint32_t)(out * m.row_bytes),
-                        n->tok ? 1u : 0u};
-    uint64_t blocks = ceil_div(out, rows_per_group(p));
-    uint64_t groups = mode == MOE_DOWN ? blocks * rows : blocks * slots * rows;
-    /* the up pass multiplies into the gate pass's rows in y */
-    uint32_t reads = RLX_VK_BIT(moe_mv, X) | RLX_VK_BIT(moe_mv, ROUTE) | RLX_VK_BIT(moe_mv, W) |
-                     (mode == MOE_UP ? RLX_VK_BIT(moe_mv, Y) : 0u) | ((epi_bits & 1u) ? RLX_VK_BIT(moe_mv, AUX) : 0u) |
-                     ((epi_bits & 2u) ? RLX_VK_BIT(moe_mv, AUX_GATE) : 0u) |
-                     ((epi_bits & 4u) ? RLX_VK_BIT(moe_mv, RESID) : 0u) | (scaled ? RLX_VK_BIT(moe_mv, NS) : 0u);
-    return vk_emit(p, &p->run, at, RLX_VK_KERNEL_moe_mv, spec, bind, 8, reads, RLX_VK_BIT(moe_mv, Y), push, sizeof push,
-                   groups);
-}
-
-/* MOE_FFN i in decode on shaders/matvec.comp (EXPERTS), where the expert weights are single parts
- * that fit matvec plans: the gate and up rows in one dispatch (GATE), then, where the down experts
- * fit too and a row routes to at most EXPERT_MAX_SLOTS experts, the down pass as one matvec over
- * the slots' rows side by side, with h weighted by the route and the epilogue's sums (EXPERTS 2, 4,
- * 8, 16). Up to MOE_MATVEC_MAX_ROWS rows, a workgroup per x row. Never in deterministic mode, whose
- * one kernel for every row count is moe_mv.comp. *gate_up / *down: which passes it dispatched. */
-#define MOE_MATVEC_MAX_ROWS 8
-#define EXPERT_MAX_SLOTS 16 /* shaders/matvec.glsl MAX_SLOTS */
-
-typedef struct moe_mv_job {
-    rlx_node at, i;
-    vk_range x, route, h;
-    const moe_epi *epi;
-} moe_mv_job;
-
-static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down, matrix *m, uint64_t k,
-                                  uint64_t m_rows, matvec_plan *mv, uint32_t experts_bits) {
-    const vk_node *n = node(p, j->i);
-    const rlx_shape *ws = &in(p, j->i, 4)->info.shape; /* down [E, D, F] */
-    uint64_t rows = (uint64_t)n->info.shape.dim[0];
-    vk_range bind[11];
-    uint64_t row0, part_rows;
-    for (int b = 0; b < 11; b++) bind[b] = down ? j->h : j->x;
-    matrix_part(m, 0, &bind[RLX_VK_BIND(matvec, W)], &row0, &part_rows);
-    bind[RLX_VK_BIND(matvec, POST_W)] = j->route;
-    uint32_t reads = RLX_VK_BIT(matvec, X) | RLX_VK_BIT(matvec, W) | RLX_VK_BIT(matvec, POST_W);
-    bool scaled = !down && n->fuse == VK_FUSE_MATVEC_SCALED;
-    if (!down) {
-        matrix mg = matrix_of(p, n->info.in[2]);
-        matrix_part(&mg, 0, &bind[RLX_VK_BIND(matvec, GATE_W)], &row0, &part_rows);
-        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] = j->h;
-        reads |= RLX_VK_BIT(matvec, GATE_W);
-    } else {
-        bind[RLX_VK_BIND(matvec, OUT)] = bind[RLX_VK_BIND(matvec, POST_OUT)] = bind[RLX_VK_BIND(matvec, SYNC)] =
-            vk_node_range(p, j->at);
-        if (j->epi->bits & 1u) bind[RLX_VK_BIND(matvec, AUX)] = j->epi->aux;
-        if (j->epi->bits & 2u) bind[RLX_VK_BIND(matvec, WARM_K)] = j->epi->aux_gate;
-        if (j->epi->bits & 4u) bind[RLX_VK_BIND(matvec, WARM_V)] = j->epi->resid;
-        reads |= (j->epi->bits & 1u ? RLX_VK_BIT(matvec, AUX) : 0u) | (j->epi->bits & 2u ? RLX_VK_BIT(matvec, WARM_K) : 0u) |
-                 (j->epi->bits & 4u ? RLX_VK_BIT(matvec, WARM_V) : 0u);
-    }
-    if (scaled) {
-        rlx_node add = node(p, n->fuse_a)->fuse_a;
-        bind[RLX_VK_BIND(matvec, NORM_W)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
-        reads |= RLX_VK_BIT(matvec, NORM_W);
-    }
-    mv->spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
-    mv->spec[RLX_VK_SPEC(matvec, EXPERTS)] = experts_bits;
-    uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)m->row_bytes,
-                         tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2]};
-    return vk_emit(p, &p->run, j->at, vk_matvec_kernel(m->type, k, !down), mv->spec, bind, 11, reads,
-                   RLX_VK_BIT(matvec, OUT), push, sizeof push, mv->groups);
-}
-
-static rlx_status moe_matvec(rlx_program *p, const moe_mv_job *j, bool *gate_up, bool *down) {
-    const vk_node *n = node(p, j->i);
-    uint64_t rows = (uint64_t)n->info.shape.dim[0], d = (uint64_t)in(p, j->i, 0)->info.shape.dim[1];
-    rlx_node wg = n->info.in[2], wu = n->info.in[3], wd = n->info.in[4];
-    matrix mu = matrix_of(p, wu), md = matrix_of(p, wd);
-    uint64_t slots = moe_slots(p, j->i), f = (uint64_t)in(p, j->i, 3)->info.shape.dim[1];
-    matvec_plan mv_gu, mv_d;
-    *gate_up = *down = false;
-    if (vk_deterministic(p) || rows > MOE_MATVEC_MAX_ROWS || !vk_same_single_part_weights(p, wg, wu) ||
-        !vk_matvec_plan_make(p, mu.type, d, slots * f, 1, rows, EPI_SILU_MUL, false, true, &mv_gu))
-        return NULL;
-    uint32_t epi = j->epi->bits & 1u ? EPI_ADD : EPI_NONE;
-    /* a slot's part of the virtual row is whole blocks (shaders/matvec.glsl wblock) */
-    uint32_t block = md.type == RLX_DTYPE_Q8_0 ? 32 : md.type == RLX_DTYPE_F32 ? 4 : vk_plain_type(md.type) ? 8 : 256;
-    bool with_down = md.w && md.n_parts == 1 && slots <= EXPERT_MAX_SLOTS && f % block == 0 &&
-                     vk_matvec_plan_make(p, md.type, slots * f, d, 1, rows, epi, false, false, &mv_d);
-    *gate_up = true;
-    RLX_TRY(moe_matvec_emit(p, j, false, &mu, d, slots * f, &mv_gu, with_down ? 3u : 1u));
-    if (!with_down) return NULL;
-    *down = true;
-    uint32_t bits = 4u | (j->epi->bits & 2u ? 8u : 0u) | (j->epi->bits & 4u ? 16u : 0u);
-    return moe_matvec_emit(p, j, true, &md, slots * f, d, &mv_d, bits);
-}
-
-/* MOE_FFN i's three passes, dispatched for node at (i itself, or the ADD it is fused into), the down
- * pass writing at's rows. */
-static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_epi *epi) {
-    const vk_node *n = node(p, i), *a = node(p, at);
-    vk_range x, route;
-    RLX_TRY(vk_f32_range(p, n->info.in[0], &x));
-    RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
-    vk_range h = {p->arena[a->scratch_bin].buffer, p->arena[a->scratch_bin].offset + a->scratch_offset,
-                  a->scratch_bytes};
-    bool gate_up, down;
-    moe_mv_job job = {at, i, x, route, h, epi};
-    RLX_TRY(moe_matvec(p, &job, &gate_up, &down));
-    if (!gate_up) {
-        RLX_TRY(moe_pass(p, at, i, MOE_GATE, n->info.in[2], x, route, h, epi));
-        RLX_TRY(moe_pass(p, at, i, MOE_UP, n->info.in[3], x, route, h, epi));
-    }
-    return down ? NULL : moe_pass(p, at, i, MOE_DOWN, n->info.in[4], h, route, vk_node_range(p, at), epi);
-}
-
-static rlx_status lower_MOE_FFN(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i)) return NULL; /* dispatched by the ADD it is fused into */
-    moe_epi none = {0};
-    return emit_moe(p, i, i, &none);
-}
-
-/* ADD at = [x +] (moe + y) (VK_FUSE_MOE_ADD): y, or y's SCALE_ROWS(shared, SIGMOID(g)) when both were
- * absorbed, and x go into the down pass. */
-static rlx_status lower_moe_add(rlx_program *p, rlx_node at) {
-    const vk_node *n = node(p, at);
-    rlx_node moe = n->fuse_a, c1 = n->fuse_b != RLX_NO_NODE ? n->fuse_b : at;
-    rlx_node y = in0(p, c1) == moe ? in1(p, c1) : in0(p, c1);
-    moe_epi epi = {.bits = 1u};
-    if (node(p, y)->fused_into == at) { /* SCALE_ROWS(shared, SIGMOID(g)) */
-        RLX_TRY(vk_f32_range(p, in0(p, y), &epi.aux));
-        RLX_TRY(vk_f32_range(p, in0(p, in1(p, y)), &epi.aux_gate));
-        epi.bits |= 2u;
-    } else
-        RLX_TRY(vk_f32_range(p, y, &epi.aux));
-    if (n->fuse_b != RLX_NO_NODE) {
-        RLX_TRY(vk_f32_range(p, in0(p, at) == c1 ? in1(p, at) : in0(p, at), &epi.resid));
-        epi.bits |= 4u;
-    }
-    return emit_moe(p, at, moe, &epi);
 }
 
 typedef rlx_status (*lower_fn)(rlx_program *p, rlx_node i);

@@ -10,6 +10,23 @@ static inline rlx_node vk_rope_norm(const rlx_program *p, rlx_node r) {
     return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
 }
 
+/* ---- vk_lower.c: shared with the lowerings in other files ---- */
+
+/* Part k of matrix m: its range, first row and rows (an activation: the whole, one part). */
+void vk_matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows);
+/* Refuses a weight of node i split over several bindings, naming it. */
+rlx_status vk_single_part(const rlx_program *p, rlx_node i, const matrix *m);
+/* Weight rows per matvec workgroup (shaders/matmul.comp, moe_mv.comp R). */
+uint32_t vk_rows_per_group(const rlx_program *p);
+
+/* ---- vk_lower_moe.c: MOE_FFN ---- */
+
+/* Reserves MOE_FFN i's scratch (its path's: vk_moe_grouped_plan). */
+rlx_status vk_prepare_moe_ffn(rlx_program *p, rlx_node i);
+rlx_status vk_lower_MOE_FFN(rlx_program *p, rlx_node i);
+/* ADD at, fused with the MOE_FFN it sums (VK_FUSE_MOE_ADD): the MoE's passes, the sums in the last. */
+rlx_status vk_lower_moe_add(rlx_program *p, rlx_node at);
+
 /* ---- vk_lower_recurrent.c: the Gated DeltaNet ops ---- */
 
 /* Refuses what the kernels cannot run (a conv of too many taps, a key head too large). */

@@ -33,6 +33,7 @@ static const pow2_knob pow2_knobs[] = {
     POW2_KNOB("RLX_VK_COOPMAT_SPLIT", coopmat_split, 1, 64),
     POW2_KNOB("RLX_VK_COOPMAT_GROUPS", coopmat_groups, 1, 65536),
     POW2_KNOB("RLX_VK_TILED_MIN_ROWS", tiled_min_rows, 1, 512),
+    POW2_KNOB("RLX_VK_MOE_TM", moe_tm, 16, 64),
 };
 #undef POW2_KNOB
 #define N_POW2_KNOBS (sizeof pow2_knobs / sizeof pow2_knobs[0])
@@ -56,7 +57,8 @@ rlx_vk_options rlx_vk_options_default(void) {
                             .wait = -1,
                             .coopmat = RLX_VK_COOPMAT_DEFAULT,
                             .warm = -1,
-                            .warm_next_kib = -1};
+                            .warm_next_kib = -1,
+                            .moe_grouped = -1};
 }
 
 /* The variable's value, or NULL when it is unset or empty (both mean the default). */
@@ -133,6 +135,8 @@ static rlx_status words_from_env(rlx_vk_options *o) {
     int32_t plans = 0, det = 0;
     RLX_TRY(word_from_env("RLX_VK_WAIT", "poll", "block", &o->wait));
     RLX_TRY(word_from_env("RLX_VK_WARM", "0", "1", &o->warm));
+    /* the grouped MoE path never or wherever it fits, for A/B against shaders/moe_mv.comp */
+    RLX_TRY(word_from_env("RLX_VK_MOE_GROUPED", "0", "1", &o->moe_grouped));
     /* the GPU's plans on any device, so that a CPU device (lavapipe in CI) checks them too */
     RLX_TRY(word_from_env("RLX_VK_PLANS", "device", "gpu", &plans));
     o->gpu_plans = plans == 1;
@@ -227,6 +231,7 @@ rlx_status rlx_vk_options_check(const rlx_vk_options *o) {
         return rlx_errorf(RLX_ERR_INVALID_ARGUMENT, "vulkan options: fault_at 0 (RLX_VK_FAULT): expected 1 or more");
     RLX_TRY(check_range("wait", "RLX_VK_WAIT", o->wait, -1, 1, "-1 for the default"));
     RLX_TRY(check_range("warm", "RLX_VK_WARM", o->warm, -1, 1, "-1 for the default"));
+    RLX_TRY(check_range("moe_grouped", "RLX_VK_MOE_GROUPED", o->moe_grouped, -1, 1, "-1 for the default"));
     RLX_TRY(check_range("warm_next_kib", "RLX_VK_WARM_NEXT", o->warm_next_kib, -1, (long long)WARM_NEXT_MAX_KIB,
                         "-1 for the default"));
     RLX_TRY(check_range("profile", "RLX_VK_PROFILE", o->profile, 0, 2, "0 for none"));
@@ -258,6 +263,8 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
                            .attn_gw = o->attn_gw,
                            .attn_split_keys = o->attn_split_keys,
                            .attn_kb = o->attn_kb,
+                           .moe_tm = o->moe_tm,
+                           .moe_grouped = o->moe_grouped,
                            .warm = o->warm,
                            .warm_next_kib = o->warm_next_kib,
                            .deterministic = o->deterministic};

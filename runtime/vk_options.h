@@ -46,6 +46,9 @@ typedef struct rlx_vk_options {
     uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
     uint32_t attn_gw, attn_split_keys, attn_kb;
+    uint32_t moe_tm;          /* RLX_VK_MOE_TM: pairs per tile of the grouped MoE path */
+    int32_t moe_grouped;      /* RLX_VK_MOE_GROUPED: -1 the plan's default, 0 never (moe_mv.comp),
+                                 1 wherever it fits (vk_plan.c vk_moe_grouped_plan) */
     int32_t warm;             /* RLX_VK_WARM: -1 the plan's default, 0 never, 1 wherever it can */
     int32_t warm_next_kib;    /* RLX_VK_WARM_NEXT: -1 the plan's default, 0 never, else KiB */
     bool gpu_plans;           /* RLX_VK_PLANS=gpu: a GPU's plans on any device */
@@ -77,6 +80,8 @@ typedef struct rlx_vk_tuning {
     uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
     uint32_t attn_gw, attn_split_keys, attn_kb;
+    uint32_t moe_tm;
+    int32_t moe_grouped;
     int32_t warm, warm_next_kib;
     bool deterministic;       /* batch-invariant plans (vk_plan.c); the cooperative kernel is off */
 } rlx_vk_tuning;

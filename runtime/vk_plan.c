@@ -320,6 +320,66 @@ rlx_vk_kernel vk_matvec_kernel(uint32_t type, uint64_t k, bool gate) {
     return gate && vk_plain_type(type) && k >= MATVEC_STREAM_MIN_K ? RLX_VK_KERNEL_matvec_stream : RLX_VK_KERNEL_matvec;
 }
 
+/* ---- MOE_FFN ---- */
+
+uint32_t vk_moe_slots(const rlx_program *p, rlx_node i) {
+    const vk_node *route = in(p, i, 1);
+    if (route->info.op == RLX_OP_MOE_ROUTE) return (uint32_t)route->info.attrs.top_k;
+    return (uint32_t)route->info.shape.dim[1];
+}
+
+uint64_t vk_moe_h_bytes(const rlx_program *p, rlx_node i) {
+    return (uint64_t)node(p, i)->info.shape.dim[0] * vk_moe_slots(p, i) * (uint64_t)in(p, i, 2)->info.shape.dim[1] * 4;
+}
+
+/* Rows grouped by expert (the grouped path) from MOE_GROUPED_MIN_ROWS token rows, where the experts
+ * take MOE_GROUPED_MIN_PAIRS (row, slot) pairs each on average: each weight tile then serves that
+ * many rows, where shaders/moe_mv.comp reads it once per pair; below that (a decode batch over many
+ * experts) most experts have one pair or none and a tile would mostly compute padding. */
+#define MOE_GROUPED_MIN_ROWS 16
+#define MOE_GROUPED_MIN_PAIRS 4
+#define MOE_MM_WG 256             /* shaders/moe_mm.comp: 16 x 16 threads */
+#define MOE_MM_SHARED (32 * 65 * 4 + 32 * 16 * 16 + 64 * 4) /* its xs, ws and pair arrays, in bytes */
+
+static uint64_t align_to(uint64_t x, uint64_t a) { return a > 1 ? ceil_div(x, a) * a : x; }
+
+/* Whether the grouped kernels run MOE_FFN i here at all: never in deterministic mode (moe_mv.comp
+ * sums a row the same way for every row count: vk_plan.c's top comment), nor where fusion gave
+ * moe_mv.comp the sums after it or a norm's scale (vk_fuse.c fuse_moe, fuse_norm_into_producer),
+ * rows of k % 32 == 0 for both dot lengths (moe_mm.comp's steps), weights in one binding each, a
+ * device that fits moe_mm.comp's workgroup. */
+static bool moe_grouped_fits(const rlx_program *p, rlx_node i) {
+    const rlx_vk_caps *c = p->b->dev->caps;
+    int64_t f = in(p, i, 2)->info.shape.dim[1], d = in(p, i, 2)->info.shape.dim[2];
+    for (int k = 2; k < 5; k++)
+        if (matrix_of(p, node(p, i)->info.in[k]).n_parts != 1) return false;
+    if (node(p, i)->fused_into != RLX_NO_NODE || node(p, i)->fuse != VK_FUSE_NONE) return false;
+    return !vk_deterministic(p) && f % 32 == 0 && d % 32 == 0 && c->max_wg_invocations >= MOE_MM_WG &&
+           c->max_wg_size[0] >= MOE_MM_WG && c->max_shared >= MOE_MM_SHARED;
+}
+
+/* Tiles of 16, 32 or 64 pairs: the smallest that holds an expert's average pairs, so that the
+ * usual expert fills one tile (RLX_VK_MOE_TM overrides). RLX_VK_MOE_GROUPED=0 keeps moe_mv.comp,
+ * =1 takes the grouped path wherever it fits, whatever the rows. Its scratch, all of it in one
+ * binding: h, then the slots [rows, slots] and the lists (moe_group.comp), then the partials of the
+ * down pass [rows, slots, D]. */
+bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out) {
+    uint64_t rows = (uint64_t)node(p, i)->info.shape.dim[0], slots = vk_moe_slots(p, i);
+    uint64_t experts = (uint64_t)in(p, i, 2)->info.shape.dim[0], d = (uint64_t)in(p, i, 2)->info.shape.dim[2];
+    int32_t want = p->b->tuning.moe_grouped;
+    if (want == 0 || !moe_grouped_fits(p, i)) return false;
+    if (want < 0 && (rows < MOE_GROUPED_MIN_ROWS || rows * slots < MOE_GROUPED_MIN_PAIRS * experts)) return false;
+    uint64_t pairs = ceil_div(rows * slots, experts), tm = pairs <= 16 ? 16 : pairs <= 32 ? 32 : 64;
+    tm = rlx_vk_tuned_pow2(p->b->tuning.moe_tm, 16, 64, (uint32_t)tm);
+    uint64_t align = p->b->dev->caps->storage_align;
+    *out = (vk_moe_plan){.rm = (uint32_t)(tm / 16), .row_tiles = ceil_div(rows, tm), .h_at = 0};
+    out->slots_at = align_to(vk_moe_h_bytes(p, i), align);
+    out->list_at = align_to(out->slots_at + rows * slots * 4, align);
+    out->part_at = align_to(out->list_at + (experts + experts * rows) * 4, align);
+    out->bytes = out->part_at + rows * slots * d * 4;
+    return out->bytes <= p->b->dev->max_binding;
+}
+
 /* ---- attention ---- */
 
 /* Key splits of an ATTENTION (flash-decoding): a few query rows over a long key range would keep

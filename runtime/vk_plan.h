@@ -115,6 +115,24 @@ bool vk_post_plan(const rlx_program *p, rlx_node at, matvec_plan *mv);
  * (shaders/sync_layout.h); 0 where that matvec has no plan. */
 uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at);
 
+/* ---- MOE_FFN: shaders/moe_mv.comp, or the grouped path (moe_group, moe_mm, moe_sum) ---- */
+
+/* Slots per row of MOE_FFN i: top_k where its route is a MOE_ROUTE, else the expert count. */
+uint32_t vk_moe_slots(const rlx_program *p, rlx_node i);
+
+/* The grouped path of MOE_FFN i (runtime/vk_lower_moe.c): its tiles and where each of its arrays
+ * sits in the node's scratch (byte offsets from the scratch's start). */
+typedef struct vk_moe_plan {
+    uint32_t rm;        /* shaders/moe_mm.comp RM: 16 rm pairs per tile */
+    uint64_t row_tiles; /* tiles of pairs per expert in the grid: ceil(rows / (16 rm)) */
+    uint64_t h_at, slots_at, list_at, part_at, bytes;
+} vk_moe_plan;
+
+/* Scratch bytes of MOE_FFN i on shaders/moe_mv.comp: h [rows, slots, F] in f32. */
+uint64_t vk_moe_h_bytes(const rlx_program *p, rlx_node i);
+/* The plan of MOE_FFN i on the grouped path, or false for shaders/moe_mv.comp. */
+bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out);
+
 /* ---- attention ---- */
 
 #define ATTN_MAX_SPLITS 64 /* shaders/attn_combine.comp MAX_SPLITS */

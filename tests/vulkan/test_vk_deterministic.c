@@ -16,7 +16,7 @@
  * (norms, q/k norms, RoPE, cache writes, attention, residual adds, a gated FFN, the LM head and
  * its ARGMAX). In deterministic mode every case must be bit for bit, and no program may dispatch
  * a row-count-specific kernel (matvec, cooperative matmul, prefill attention, key-split combine,
- * the one-row attention step). The default mode runs the same cases and prints how far it is from
+ * the one-row attention step, MOE_FFN's grouped path). The default mode runs the same cases and prints how far it is from
  * bitwise (rows that differ, largest difference), to show the test can tell: it may trade this
  * for speed. Also: rlx_backend_select_opts with rlx_backend_opts.deterministic (what rlx_engine_open
  * passes for rlx_engine_opts.deterministic) makes a Vulkan backend in that mode, and a CPU one. */
@@ -168,7 +168,8 @@ static void build_layer(vkt_graph *t, int64_t rows, int64_t cap, const case_arg 
 static const rlx_vk_kernel g_row_kernels[] = {
     RLX_VK_KERNEL_matvec,         RLX_VK_KERNEL_matvec_stream,  RLX_VK_KERNEL_matmul_coop,
     RLX_VK_KERNEL_matmul_coop_emu, RLX_VK_KERNEL_attention_prefill, RLX_VK_KERNEL_attn_combine,
-    RLX_VK_KERNEL_attention_step, RLX_VK_KERNEL_attention_step_fixed};
+    RLX_VK_KERNEL_attention_step, RLX_VK_KERNEL_attention_step_fixed, RLX_VK_KERNEL_moe_group,
+    RLX_VK_KERNEL_moe_mm,         RLX_VK_KERNEL_moe_sum};
 
 static void check_kernels(const char *label, const rlx_program *p) {
     for (size_t k = 0; k < sizeof g_row_kernels / sizeof *g_row_kernels; k++)

@@ -1,6 +1,6 @@
 /* The knobs' parsing (runtime/vk_options.h, rlx_vk_options_from_env) and checking. Expectations
  * from the ranges docs/ARCHITECTURE.md and runtime/vk_backend.h document for each knob (a power of
- * two in a range; RLX_VK_WARM and RLX_VK_DETERMINISTIC 0 or 1; RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
+ * two in a range; RLX_VK_WARM, RLX_VK_MOE_GROUPED and RLX_VK_DETERMINISTIC 0 or 1; RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
  * RLX_VK_WARM_NEXT a whole number of KiB up to 1048576; RLX_VK_MAX_BINDING_BYTES a whole number
  * from 4096; RLX_VK_COOPMAT one of its five modes; RLX_VK_FAULT kind:N with N >= 1):
  *   - a set value outside them (not a number, junk after the digits, not a power of two, out of
@@ -40,6 +40,8 @@ static const knob_case cases[] = {
     {"RLX_VK_COOPMAT_SPLIT", {"128", "3", "0", "x"}, {"1", "64"}},
     {"RLX_VK_COOPMAT_GROUPS", {"131072", "300", "0", "many"}, {"1", "65536"}},
     {"RLX_VK_TILED_MIN_ROWS", {"1024", "24", "0", "-1"}, {"1", "512"}},
+    {"RLX_VK_MOE_TM", {"8", "128", "48", "x"}, {"16", "64"}},
+    {"RLX_VK_MOE_GROUPED", {"2", "yes", "on", "-1"}, {"0", "1"}},
     {"RLX_VK_WARM", {"2", "yes", "on", "-1"}, {"0", "1"}},
     {"RLX_VK_WARM_NEXT", {"1048577", "-1", "3M", "2.5"}, {"0", "1048576"}},
     {"RLX_VK_WAIT", {"spin", "1", "Poll", "poll "}, {"poll", "block"}},
@@ -99,6 +101,10 @@ static void check_fields(rlx_backend *b) {
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_COOPMAT_TM");
     o = base, o.warm = 2;
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_WARM");
+    o = base, o.moe_grouped = 2;
+    T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MOE_GROUPED");
+    o = base, o.moe_tm = 32 + 16;
+    T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MOE_TM");
     o = base, o.warm_next_kib = 1048577;
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_WARM_NEXT");
     o = base, o.coopmat = (rlx_vk_coopmat)99;
@@ -107,7 +113,7 @@ static void check_fields(rlx_backend *b) {
     rlx_backend *other = NULL;
     T_ERR(rlx_backend_vulkan_create_with(&o, &other), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MAX_BINDING_BYTES");
     if (other) rlx_backend_destroy(other);
-    printf("options set in code: 6 out-of-range fields refused\n");
+    printf("options set in code: 8 out-of-range fields refused\n");
 }
 
 int main(void) {

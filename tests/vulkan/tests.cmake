@@ -37,6 +37,8 @@ if(RLX_VULKAN)
   foreach(part moe delta fusions warm f16_pools)
     target_sources(test_vk_ops PRIVATE ${CMAKE_CURRENT_LIST_DIR}/test_vk_ops_${part}.c)
   endforeach()
+  # MOE_FFN's grouped path for many rows against the CPU and the per-row kernel, and the plan's rule
+  rlx_add_vk_test(test_vk_moe)
   # the Gated DeltaNet ops' recurrent state (sequences, slots, restarts, chunks, copy_state)
   rlx_add_vk_test(test_vk_recurrent)
   # The plans made for a GPU (more rows and threads per matvec group, one unit a trip for long
