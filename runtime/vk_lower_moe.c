@@ -15,7 +15,7 @@
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
 
 enum { MOE_GATE, MOE_UP, MOE_DOWN };  /* shaders/moe_mv.comp and moe_mm.comp MODE */
-enum { GROUP_SLOTS, GROUP_LISTS };    /* shaders/moe_group.comp MODE */
+enum { GROUP_SLOTS, GROUP_LISTS, GROUP_TILES }; /* shaders/moe_group.comp MODE */
 
 static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
 
@@ -200,17 +200,20 @@ typedef struct grouped {
     vk_range x, route, h, slots_r, list, part;
 } grouped;
 
-/* moe_group.comp in `mode`: a workgroup per row (GROUP_SLOTS) or per expert (GROUP_LISTS). */
+/* moe_group.comp in `mode`: a workgroup per row (GROUP_SLOTS), per expert (GROUP_LISTS), or one
+ * (GROUP_TILES, over the lists' counts). */
 static rlx_status emit_group(rlx_program *p, rlx_node i, const grouped *g, uint32_t mode) {
     vk_range bind[3] = {[RLX_VK_BIND(moe_group, ROUTE)] = g->route,
                         [RLX_VK_BIND(moe_group, SLOTS)] = g->slots_r,
                         [RLX_VK_BIND(moe_group, LIST)] = g->list};
     uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(moe_group, MODE)] = mode};
-    uint32_t push[4] = {g->rows, g->experts, g->slots, g->tok};
-    uint32_t reads = RLX_VK_BIT(moe_group, ROUTE) | (mode == GROUP_LISTS ? RLX_VK_BIT(moe_group, SLOTS) : 0u);
+    uint32_t push[5] = {g->rows, g->experts, g->slots, g->tok, 16 * g->plan.rm};
+    uint32_t reads = mode == GROUP_SLOTS   ? RLX_VK_BIT(moe_group, ROUTE)
+                     : mode == GROUP_LISTS ? RLX_VK_BIT(moe_group, ROUTE) | RLX_VK_BIT(moe_group, SLOTS)
+                                           : RLX_VK_BIT(moe_group, LIST);
     uint32_t writes = mode == GROUP_SLOTS ? RLX_VK_BIT(moe_group, SLOTS) : RLX_VK_BIT(moe_group, LIST);
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_group, spec, bind, 3, reads, writes, push, sizeof push,
-                   mode == GROUP_SLOTS ? g->rows : g->experts);
+    uint64_t groups = mode == GROUP_SLOTS ? g->rows : mode == GROUP_LISTS ? g->experts : 1;
+    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_group, spec, bind, 3, reads, writes, push, sizeof push, groups);
 }
 
 /* One moe_mm.comp pass: gate (x -> h), up (x, h -> h) or down (h -> the partials). */
@@ -231,7 +234,7 @@ static rlx_status emit_tiles(rlx_program *p, rlx_node i, const grouped *g, uint3
                         (uint32_t)(out * m.row_bytes)};
     uint32_t reads = RLX_VK_BIT(moe_mm, X) | RLX_VK_BIT(moe_mm, W) | RLX_VK_BIT(moe_mm, LIST) |
                      (mode == MOE_UP ? RLX_VK_BIT(moe_mm, Y) : 0u) | (mode == MOE_DOWN ? RLX_VK_BIT(moe_mm, ROUTE) : 0u);
-    uint64_t groups = (uint64_t)g->experts * g->plan.row_tiles * ceil_div(out, 64);
+    uint64_t groups = g->plan.tiles * ceil_div(out, 64);
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mm, spec, bind, 5, reads, RLX_VK_BIT(moe_mm, Y), push, sizeof push,
                    groups);
 }
@@ -262,10 +265,11 @@ static rlx_status lower_grouped(rlx_program *p, rlx_node i, const vk_moe_plan *p
                  .route = route};
     g.h = scratch(p, i, plan->h_at, vk_moe_h_bytes(p, i));
     g.slots_r = scratch(p, i, plan->slots_at, (uint64_t)g.rows * g.slots * 4);
-    g.list = scratch(p, i, plan->list_at, ((uint64_t)g.experts + (uint64_t)g.experts * g.rows) * 4);
+    g.list = scratch(p, i, plan->list_at, ((uint64_t)g.experts + (uint64_t)g.experts * g.rows + 1 + plan->tiles) * 4);
     g.part = scratch(p, i, plan->part_at, (uint64_t)g.rows * g.slots * g.d * 4);
     RLX_TRY(emit_group(p, i, &g, GROUP_SLOTS));
     RLX_TRY(emit_group(p, i, &g, GROUP_LISTS));
+    RLX_TRY(emit_group(p, i, &g, GROUP_TILES));
     RLX_TRY(emit_tiles(p, i, &g, MOE_GATE, n->info.in[2]));
     RLX_TRY(emit_tiles(p, i, &g, MOE_UP, n->info.in[3]));
     RLX_TRY(emit_tiles(p, i, &g, MOE_DOWN, n->info.in[4]));

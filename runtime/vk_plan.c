@@ -359,10 +359,13 @@ static bool moe_grouped_fits(const rlx_program *p, rlx_node i) {
 }
 
 /* Tiles of 16, 32 or 64 pairs: the smallest that holds an expert's average pairs, so that the
- * usual expert fills one tile (RLX_VK_MOE_TM overrides). RLX_VK_MOE_GROUPED=0 keeps moe_mv.comp,
- * =1 takes the grouped path wherever it fits, whatever the rows. Its scratch, all of it in one
- * binding: h, then the slots [rows, slots] and the lists (moe_group.comp), then the partials of the
- * down pass [rows, slots, D]. */
+ * usual expert fills one tile (RLX_VK_MOE_TM overrides). The experts' tiles that hold pairs number
+ * at most rows x slots / tm, plus one partial tile per expert with pairs (at most E, and at most
+ * rows x slots), and at most E ceil(rows / tm): moe_mm.comp's grid is that bound, not the E
+ * ceil(rows / tm) tiles there could be (at 512 rows of 256 experts, top 8, 16 times fewer
+ * workgroups). RLX_VK_MOE_GROUPED=0 keeps moe_mv.comp, =1 takes the grouped path wherever it
+ * fits, whatever the rows. Its scratch, all of it in one binding: h, then the slots [rows, slots],
+ * the lists and the tiles (moe_group.comp), then the partials of the down pass [rows, slots, D]. */
 bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out) {
     uint64_t rows = (uint64_t)node(p, i)->info.shape.dim[0], slots = vk_moe_slots(p, i);
     uint64_t experts = (uint64_t)in(p, i, 2)->info.shape.dim[0], d = (uint64_t)in(p, i, 2)->info.shape.dim[2];
@@ -372,10 +375,12 @@ bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out) {
     uint64_t pairs = ceil_div(rows * slots, experts), tm = pairs <= 16 ? 16 : pairs <= 32 ? 32 : 64;
     tm = rlx_vk_tuned_pow2(p->b->tuning.moe_tm, 16, 64, (uint32_t)tm);
     uint64_t align = p->b->dev->caps->storage_align;
-    *out = (vk_moe_plan){.rm = (uint32_t)(tm / 16), .row_tiles = ceil_div(rows, tm), .h_at = 0};
+    uint64_t pairs_all = rows * slots, partial = experts < pairs_all ? experts : pairs_all;
+    uint64_t tiles = ceil_div(pairs_all, tm) + partial, most = experts * ceil_div(rows, tm);
+    *out = (vk_moe_plan){.rm = (uint32_t)(tm / 16), .tiles = tiles < most ? tiles : most, .h_at = 0};
     out->slots_at = align_to(vk_moe_h_bytes(p, i), align);
     out->list_at = align_to(out->slots_at + rows * slots * 4, align);
-    out->part_at = align_to(out->list_at + (experts + experts * rows) * 4, align);
+    out->part_at = align_to(out->list_at + (experts + experts * rows + 1 + out->tiles) * 4, align);
     out->bytes = out->part_at + rows * slots * d * 4;
     return out->bytes <= p->b->dev->max_binding;
 }

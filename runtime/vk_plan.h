@@ -123,8 +123,8 @@ uint32_t vk_moe_slots(const rlx_program *p, rlx_node i);
 /* The grouped path of MOE_FFN i (runtime/vk_lower_moe.c): its tiles and where each of its arrays
  * sits in the node's scratch (byte offsets from the scratch's start). */
 typedef struct vk_moe_plan {
-    uint32_t rm;        /* shaders/moe_mm.comp RM: 16 rm pairs per tile */
-    uint64_t row_tiles; /* tiles of pairs per expert in the grid: ceil(rows / (16 rm)) */
+    uint32_t rm;    /* shaders/moe_mm.comp RM: 16 rm pairs per tile */
+    uint64_t tiles; /* tiles of pairs in moe_mm.comp's grid: a bound on those that hold pairs */
     uint64_t h_at, slots_at, list_at, part_at, bytes;
 } vk_moe_plan;
 

@@ -6,6 +6,9 @@
 //  MODE 0: one workgroup per row i: slot[i, s] = the expert of slot s, NONE past the row's last.
 //  MODE 1: one workgroup per expert e: list = count[E], then per expert `rows` words; count[e] and
 //          list[e][0 .. count[e]) = the pairs of the rows routed to e, in ascending row order.
+//  MODE 2: one workgroup: after the lists, n_tiles, then the tiles of tm pairs that hold pairs, in
+//          expert order, each the word e * row_tiles + r (tile r of expert e; row_tiles =
+//          ceil(rows / tm)): moe_mm.comp's grid walks these, not every (expert, tile) there could be.
 // The order comes from a workgroup scan over the rows, not from atomics, so it is the same on every
 // run, and so is every sum moe_mm.comp and moe_sum.comp make over it. Only rows < n_tokens count.
 #extension GL_GOOGLE_include_directive : require
@@ -24,6 +27,7 @@ layout(push_constant) uniform Push {
     uint experts;
     uint slots;
     uint tok;
+    uint tm;      // MODE 2: pairs per tile (moe_mm.comp TM)
 } p;
 
 const uint NONE = 0xffffffffu;
@@ -42,11 +46,11 @@ void find_slots(uint i) {
     for (uint s = min(n, p.slots) + gl_SubgroupInvocationID; s < p.slots; s += gl_SubgroupSize) slot[base + s] = NONE;
 }
 
-shared uint sg_count[WG]; // per subgroup: its routed rows of this step (>= gl_NumSubgroups)
+shared uint sg_count[WG]; // per subgroup: its sum of this step (>= gl_NumSubgroups)
 
-// The exclusive prefix of `on` over the workgroup, in invocation order; *total: the sum.
-uint wg_exclusive(uint on, out uint total) {
-    uint before = subgroupExclusiveAdd(on), mine = subgroupAdd(on);
+// The exclusive prefix of v over the workgroup, in invocation order; *total: the sum.
+uint wg_exclusive(uint v, out uint total) {
+    uint before = subgroupExclusiveAdd(v), mine = subgroupAdd(v);
     if (subgroupElect()) sg_count[gl_SubgroupID] = mine;
     barrier();
     total = 0u;
@@ -76,11 +80,26 @@ void list_rows(uint e, uint n_rows) {
     if (t == 0u) list[e] = n;
 }
 
+// MODE 2: WG experts a step; each expert's tiles get consecutive places, in expert order.
+void list_tiles() {
+    uint t = gl_LocalInvocationID.x, n = 0u, row_tiles = (p.rows + p.tm - 1u) / p.tm;
+    uint base = p.experts + p.experts * p.rows;
+    for (uint e0 = 0u; e0 < p.experts; e0 += WG) {
+        uint e = e0 + t, tiles = e < p.experts ? (list[e] + p.tm - 1u) / p.tm : 0u;
+        uint total, at = base + 1u + n + wg_exclusive(tiles, total);
+        for (uint r = 0u; r < tiles; r++) list[at + r] = e * row_tiles + r;
+        n += total;
+    }
+    if (t == 0u) list[base] = n;
+}
+
 void main() {
     uint g = group_id(), n_rows = valid_rows(p.rows, p.tok);
     if (MODE == 0u) {
         if (g < n_rows) find_slots(g);
-        return;
+    } else if (MODE == 1u) {
+        if (g < p.experts) list_rows(g, n_rows); // uniform: a workgroup is one expert
+    } else if (g == 0u) {
+        list_tiles();
     }
-    if (g < p.experts) list_rows(g, n_rows); // uniform: a workgroup is one expert
 }

@@ -9,8 +9,8 @@
 //  MODE 2 (down): y[j, d] = route[i, e] * (down_e[d, :] . h[j, :]), a partial that
 //                 shaders/moe_sum.comp adds up over the row's slots in slot order.
 // y of MODE 0 and 1 is h [rows, slots, F]; x of MODE 2 is h. The grid is fixed at compile time:
-// experts x ceil(rows / TM) x output tiles; a workgroup whose pairs start past its expert's count
-// (most of them: an expert takes rows x slots / experts pairs on average) returns at once.
+// output tiles x a bound on the tiles of pairs (runtime/vk_plan.c vk_moe_grouped_plan), walking
+// the tiles moe_group.comp MODE 2 listed; a workgroup past their count returns at once.
 // Each step stages TK = 32 values of k of the TM pairs' x rows and of the 64 weight rows in shared
 // memory, the weights decoded on the way in (dequant.glsl, 8 elements per thread); 16 x 16 threads
 // each accumulate RM x 4 outputs. Every output is summed over k in one order, k ascending. k (D for
@@ -88,10 +88,9 @@ void main() {
     // WG is 256 (the planner asks for it): 16 x 16 threads
     uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
     uint m_tiles = (p.m + TN - 1u) / TN, row_tiles = (p.rows + TM - 1u) / TM, g = group_id();
-    uint m0 = (g % m_tiles) * TN, r0 = ((g / m_tiles) % row_tiles) * TM, e = g / (m_tiles * row_tiles);
-    if (e >= p.experts) return;
-    uint count = list[e];
-    if (r0 >= count) return; // uniform: the workgroup's expert has fewer pairs
+    uint tiles_at = p.experts + p.experts * p.rows, tile = g / m_tiles, m0 = (g % m_tiles) * TN;
+    if (tile >= list[tiles_at]) return; // uniform: fewer tiles hold pairs than the grid bounds
+    uint code = list[tiles_at + 1u + tile], e = code / row_tiles, r0 = (code % row_tiles) * TM, count = list[e];
     for (uint r = t; r < TM; r += WG) pair[r] = r0 + r < count ? list[p.experts + e * p.rows + r0 + r] : NONE;
     barrier();
     float acc[4][4];

@@ -142,7 +142,7 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
     ok = ok && run_on(g_vk, &t, c->n_tokens, 1, &mv, &kmv);
     if (ok) {
         bool grouped = want_rm != 0;
-        T_CHECK(grouped ? k.mm == 3 && k.group == 2 && k.sum == 1 && k.mv == 0 && k.rm == want_rm
+        T_CHECK(grouped ? k.mm == 3 && k.group == 3 && k.sum == 1 && k.mv == 0 && k.rm == want_rm
                         : k.mm == 0 && k.mv == 3,
                 "%s: dispatches moe_mm %zu (RM %u), moe_group %zu, moe_sum %zu, moe_mv %zu; expected the %s path%s",
                 c->label, k.mm, k.rm, k.group, k.sum, k.mv, grouped ? "grouped" : "per-row", grouped ? " with RM" : "");
