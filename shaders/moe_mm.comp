@@ -13,8 +13,10 @@
 // the tiles moe_group.comp MODE 2 listed; a workgroup past their count returns at once.
 // Each step stages TK = 32 values of k of the TM pairs' x rows and of the 64 weight rows in shared
 // memory, the weights decoded on the way in (dequant.glsl, 8 elements per thread); 16 x 16 threads
-// each accumulate RM x 4 outputs. Every output is summed over k in one order, k ascending. k (D for
-// gate and up, F for down) is a multiple of 32: the planner keeps other shapes on moe_mv.comp.
+// each accumulate RM x 4 outputs (thread_block). Every output is summed over k in one order, k
+// ascending, whatever tile its pair falls in, so a row's bits do not depend on the other rows'
+// routes. k (D for gate and up, F for down) is a multiple of 32: the planner keeps other shapes on
+// moe_mv.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -68,8 +70,18 @@ void stage(uint e, uint m0, uint k0) {
     }
 }
 
+// This invocation's place in the 16 x 16 grid of 4-output blocks (tx) by RM-pair blocks (ty): each
+// 32 consecutive invocations take 8 tx by 4 ty, so that a 32-wide subgroup's reads of a step's
+// weights (8 vec4) and x values (4 per pair row) are one 128-byte shared-memory access each,
+// where 16 tx by 2 ty took two for the weights.
+uvec2 thread_block() {
+    uint t = gl_LocalInvocationID.x;
+    return uvec2((t & 7u) | (((t >> 5) & 1u) << 3), ((t >> 3) & 3u) | ((t >> 6) << 2));
+}
+
 void write_out(uint e, uint m0, float acc[4][4]) {
-    uint tx = gl_LocalInvocationID.x % 16u, ty = gl_LocalInvocationID.x / 16u;
+    uvec2 b2 = thread_block();
+    uint tx = b2.x, ty = b2.y;
     [[unroll]] for (uint a = 0u; a < RM; a++) {
         uint j = pair[ty * RM + a];
         if (j == NONE) continue;
@@ -86,7 +98,7 @@ void write_out(uint e, uint m0, float acc[4][4]) {
 
 void main() {
     // WG is 256 (the planner asks for it): 16 x 16 threads
-    uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+    uint t = gl_LocalInvocationID.x, tx = thread_block().x, ty = thread_block().y;
     uint m_tiles = (p.m + TN - 1u) / TN, row_tiles = (p.rows + TM - 1u) / TM, g = group_id();
     uint tiles_at = p.experts + p.experts * p.rows, tile = g / m_tiles, m0 = (g % m_tiles) * TN;
     if (tile >= list[tiles_at]) return; // uniform: fewer tiles hold pairs than the grid bounds
