@@ -11,6 +11,8 @@
  *    (moe_mv.comp) within the same bound;
  *  - a property, run to run: the grouped program run twice on the same input gives the same bits
  *    (its lists come from a scan, not from atomics);
+ *  - a property, batched == alone: on one pipeline (tiles forced to 16 pairs), each row of a batch
+ *    has the bits of the same row run alone;
  *  - the planner's rule as vk_plan.c states it: the grouped path from 16 rows where the experts
  *    take 4+ pairs each on average, never in deterministic mode (there moe_mv.comp keeps a row's
  *    bits independent of its batch: test_vk_deterministic checks those bits at 1 to 130 rows and
@@ -56,7 +58,7 @@ typedef struct moe_case {
 /* The case's graph: x [rows, d] in [-1, 1]; the route; random experts. Weights from the case's own
  * seed, so that every backend and every option set sees the same bytes. */
 static void build(vkt_graph *t, const moe_case *c, uint64_t seed) {
-    vkt_rng r = {seed};
+    vkt_rng r = {seed}, wr = {seed ^ 0x9E3779B97F4A7C15ull}; /* inputs, weights */
     vkt_graph_init(t);
     rlx_node x = vkt_input_f32(t, &r, vkt_shape(2, c->rows, c->d, 0), 1.0f), route;
     rlx_node in = vkt_input_f32(t, &r, vkt_shape(2, c->rows, c->e, 0), c->route == ROUTE_TOPK ? 2.0f : 1.0f);
@@ -69,9 +71,9 @@ static void build(vkt_graph *t, const moe_case *c, uint64_t seed) {
             if (c->shape == SHAPE_HOLES && ((i + 2 * e) % 3 == 0 || i == 5)) *w = 0.0f;
         }
     route = c->route == ROUTE_TOPK ? rlx_moe_route(t->g, in, c->top_k, true) : in;
-    rlx_node gate = vkt_graph_weight(t, &r, c->type, 3, c->e, c->f, c->d);
-    rlx_node up = vkt_graph_weight(t, &r, c->type, 3, c->e, c->f, c->d);
-    rlx_node down = vkt_graph_weight(t, &r, c->down_type, 3, c->e, c->d, c->f);
+    rlx_node gate = vkt_graph_weight(t, &wr, c->type, 3, c->e, c->f, c->d);
+    rlx_node up = vkt_graph_weight(t, &wr, c->type, 3, c->e, c->f, c->d);
+    rlx_node down = vkt_graph_weight(t, &wr, c->down_type, 3, c->e, c->d, c->f);
     rlx_graph_mark_output(t->g, rlx_moe_ffn(t->g, x, route, gate, up, down), "y");
 }
 
@@ -252,6 +254,45 @@ static void test_rule(void) {
     vkt_set_options(g_vk, &g_opts);
 }
 
+/* A property of the grouped path on one pipeline (tiles of 16 pairs, forced for both row counts):
+ * row i of a batch has the same bits as the same row run alone, whatever the other rows route to. */
+static void test_batched_alone(void) {
+    moe_case c = {"Q4_K/Q6_K 40 rows E 8 top 2, tiles of 16", RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, 40, 8, 256, 256, 40, 2,
+                  ROUTE_TOPK, SHAPE_RANDOM};
+    moe_case one = c;
+    one.rows = one.n_tokens = 1;
+    uint64_t seed = 0x5EED2000u;
+    vkt_graph t, t1;
+    build(&t, &c, seed);
+    build(&t1, &one, seed); /* the same weights; its inputs are overwritten with each row's */
+    rlx_vk_options o = g_opts;
+    o.moe_grouped = 1;
+    o.moe_tm = 16;
+    vkt_set_options(g_vk, &o);
+    float *batch = calloc((size_t)(c.rows * c.d), sizeof *batch), *alone = calloc((size_t)c.d, sizeof *alone);
+    if (!batch || !alone) exit(1);
+    moe_kernels k = {0}, k1 = {0};
+    int64_t differ = 0;
+    if (run_on(g_vk, &t, c.n_tokens, 1, &batch, &k)) {
+        T_CHECK(k.mm == 3 && k.rm == 1, "batch: not grouped with RM 1");
+        for (int64_t i = 0; i < c.rows; i++) {
+            memcpy(t1.in[0], (float *)t.in[0] + i * c.d, (size_t)c.d * sizeof(float));
+            memcpy(t1.in[1], (float *)t.in[1] + i * c.e, (size_t)c.e * sizeof(float));
+            if (!run_on(g_vk, &t1, 1, 1, &alone, &k1)) break;
+            differ += memcmp(alone, batch + i * c.d, (size_t)c.d * sizeof(float)) != 0;
+        }
+        T_CHECK(k1.mm == 3 && k1.rm == 1, "one row: not grouped with RM 1");
+        T_CHECK(differ == 0, "%s: %lld of %lld rows differ from the row run alone", c.label, (long long)differ,
+                (long long)c.rows);
+        printf("  %-58s %lld of %lld rows differ from the row alone\n", c.label, (long long)differ, (long long)c.rows);
+    }
+    vkt_set_options(g_vk, &g_opts);
+    free(batch);
+    free(alone);
+    vkt_graph_free(&t);
+    vkt_graph_free(&t1);
+}
+
 int main(void) {
     /* the default plan is under test: an RLX_VK_MOE_* of the environment would change it */
     g_opts = vkt_options();
@@ -263,6 +304,8 @@ int main(void) {
     test_default_plan();
     test_tile_sizes();
     test_forced();
+    printf("batched == alone on the grouped path\n");
+    test_batched_alone();
     test_rule();
     rlx_backend_destroy(g_vk);
     rlx_backend_destroy(g_cpu);
