@@ -366,6 +366,25 @@ static void cases_MOE_ROUTE(vl_sweep *sw) {
     }
 }
 
+/* A prefill's rows (40, 39 valid) over 4 experts, top 2: 20 pairs per expert, which the device
+ * takes on its grouped path (runtime/vk_plan.c vk_moe_grouped_plan). For F16, Q8_0, Q4_K and Q6_K
+ * (a Q4_K_M file's experts, and one of each decoder family): the path reads weights through the
+ * decoders every type's cases check (shaders/dequant.glsl), and each type is another pipeline of
+ * three to build, seconds each on lavapipe. */
+static void moe_prefill_case(vl_sweep *sw, uint32_t t) {
+    if (t != RLX_DTYPE_F16 && t != RLX_DTYPE_Q8_0 && t != RLX_DTYPE_Q4_K && t != RLX_DTYPE_Q6_K) return;
+    int64_t b = vl_block_of(t), f = b > 1 ? b : 64, d = b > 1 ? 2 * b : 96, e = 4, n = 40;
+    vl_case c;
+    vl_case_begin(sw, &c, (int32_t)t, (int32_t)(n - 1));
+    rlx_node x = vl_input_f32(&c, vl_shape(2, n, d, 0), 1.0f);
+    rlx_node route = rlx_moe_route(c.g, vl_input_f32(&c, vl_shape(2, n, e, 0), 2.0f), 2, true);
+    rlx_node gate = vl_weight(&c, t, 3, e, f, d), up = vl_weight(&c, t, 3, e, f, d);
+    vl_output(&c, rlx_moe_ffn(c.g, x, route, gate, up, vl_weight(&c, t, 3, e, d, f)), "y");
+    snprintf(c.shape, sizeof c.shape, "n %lld (%lld valid) E %lld F %lld D %lld top 2", (long long)n,
+             (long long)(n - 1), (long long)e, (long long)f, (long long)d);
+    vl_case_finish(&c);
+}
+
 static void cases_MOE_FFN(vl_sweep *sw) {
     for (size_t i = 0; i < N_TYPES; i++) {
         uint32_t t = all_types[i];
@@ -387,6 +406,7 @@ static void cases_MOE_FFN(vl_sweep *sw) {
                      (long long)d, dense ? " dense route" : " top 2");
             vl_case_finish(&c);
         }
+        if (!QUICK(sw)) moe_prefill_case(sw, t);
     }
 }
 
