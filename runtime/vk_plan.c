@@ -18,8 +18,11 @@
  *     prefill form (vk_lower_recurrent.c);
  *   - fusions that exist for one row or for matvec.comp only (vk_fuse.c: attention_step, the norm
  *     folded into matvecs or computed by their producer, gate + up in one matvec, argmax by the
- *     logits' matvec) do not happen; those for any row count stay.
- * The norms, RoPE, softmax, argmax, MoE and elementwise kernels plan by row length, never by rows. */
+ *     logits' matvec) do not happen; those for any row count stay;
+ *   - MOE_FFN: shaders/moe_mv.comp for every row count, never the grouped path (vk_moe_grouped_plan:
+ *     its tile size follows the rows).
+ * The norms, RoPE, softmax, argmax, MoE routing and elementwise kernels plan by row length, never by
+ * rows. */
 #include "runtime/vk_plan.h"
 
 #include "shaders/sync_layout.h"
