@@ -9,8 +9,9 @@
  *    as test_vk_ops holds every op (both backends decode the same bytes exactly);
  *  - a property, grouped == per row: the same graph compiled with RLX_VK_MOE_GROUPED=0
  *    (moe_mv.comp) within the same bound;
- *  - a property, run to run: the grouped program run twice on the same input gives the same bits
- *    (its lists come from a scan, not from atomics);
+ *  - a property, run to run: the grouped program run twice on the same input, with a run of fewer
+ *    rows between, gives the same bits (its lists come from a scan, not from atomics, and are
+ *    made afresh each run);
  *  - a property, batched == alone: on one pipeline (tiles forced to 16 pairs), each row of a batch
  *    has the bits of the same row run alone;
  *  - the planner's rule as vk_plan.c states it: the grouped path from 16 rows where the experts
@@ -101,16 +102,16 @@ static moe_kernels kernels_of(const rlx_program *p) {
     return k;
 }
 
-/* Compiles t on b, runs it `runs` times over n_tokens rows into out[run] (rows x d floats each);
- * *k gets what a Vulkan program dispatches (b == g_vk). */
-static bool run_on(rlx_backend *b, vkt_graph *t, int32_t n_tokens, int runs, float **out, moe_kernels *k) {
+/* Compiles t on b, runs it `runs` times, run r over n_tokens[r] rows into out[r] (rows x d floats
+ * each); *k gets what a Vulkan program dispatches (b == g_vk). */
+static bool run_on(rlx_backend *b, vkt_graph *t, const int32_t *n_tokens, int runs, float **out, moe_kernels *k) {
     rlx_session *s = NULL;
     rlx_program *p = NULL;
     bool ok = T_OK(b->ops->session_create(b, t->w, t->nw, &t->kv, &s)) && T_OK(b->ops->compile(s, t->g, &p));
     if (ok && k) *k = kernels_of(p);
     for (int r = 0; ok && r < runs; r++) {
         void *outs[1] = {out[r]};
-        rlx_run_args a = {0, n_tokens, (const void *const *)t->in, (void *const *)outs, NULL};
+        rlx_run_args a = {0, n_tokens[r], (const void *const *)t->in, (void *const *)outs, NULL};
         ok = T_OK(b->ops->run(p, &a));
     }
     if (p) b->ops->program_destroy(p);
@@ -125,23 +126,25 @@ static void expect_within(const char *label, const char *what, const float *got,
             TOL_F32, d.max_abs);
 }
 
-/* The grouped plan for the case under options o (moe_grouped, moe_tm set by the caller): its output
- * against the CPU's and against moe_mv.comp's, two runs bit for bit, and the kernels it ran
- * (want_rm: moe_mm.comp's RM expected, 0 for the per-row path). */
+/* The case under options o (moe_grouped, moe_tm set by the caller): the kernels it ran (want_rm:
+ * moe_mm.comp's RM expected, 0 for the per-row path), its output against the CPU's and against
+ * moe_mv.comp's; then one program runs a third of the rows (against the CPU's) and the case's rows
+ * again, which must give the first run's bits: nothing of a run's lists outlives it. */
 static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
     vkt_graph t;
     build(&t, c, 0x5EED0000u + (uint64_t)c->rows * 131u + (uint64_t)c->e);
-    int64_t n = (int64_t)c->n_tokens * c->d;
-    float *buf = calloc((size_t)(4 * c->rows * c->d), sizeof *buf);
+    int64_t n = (int64_t)c->n_tokens * c->d, size = c->rows * c->d;
+    int32_t few = c->n_tokens / 3 + 1, steps[3] = {c->n_tokens, few, c->n_tokens};
+    float *buf = calloc((size_t)(6 * size), sizeof *buf);
     if (!buf) exit(1);
-    float *cpu = buf, *runs[2] = {buf + c->rows * c->d, buf + 2 * c->rows * c->d}, *mv = buf + 3 * c->rows * c->d;
+    float *cpu[2] = {buf, buf + size}, *runs[3] = {buf + 2 * size, buf + 3 * size, buf + 4 * size}, *mv = buf + 5 * size;
     moe_kernels k = {0}, kmv = {0};
     vkt_set_options(g_vk, &o);
-    bool ok = run_on(g_cpu, &t, c->n_tokens, 1, &cpu, NULL) && run_on(g_vk, &t, c->n_tokens, 2, runs, &k);
+    bool ok = run_on(g_cpu, &t, steps, 2, cpu, NULL) && run_on(g_vk, &t, steps, 3, runs, &k);
     rlx_vk_options per_row = o;
     per_row.moe_grouped = 0;
     vkt_set_options(g_vk, &per_row);
-    ok = ok && run_on(g_vk, &t, c->n_tokens, 1, &mv, &kmv);
+    ok = ok && run_on(g_vk, &t, steps, 1, &mv, &kmv);
     if (ok) {
         bool grouped = want_rm != 0;
         T_CHECK(grouped ? k.mm == 3 && k.group == 3 && k.sum == 1 && k.mv == 0 && k.rm == want_rm
@@ -150,10 +153,13 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
                 c->label, k.mm, k.rm, k.group, k.sum, k.mv, grouped ? "grouped" : "per-row", grouped ? " with RM" : "");
         T_CHECK(kmv.mv == 3 && kmv.mm == 0, "%s: RLX_VK_MOE_GROUPED=0 still dispatches moe_mm (%zu)", c->label, kmv.mm);
         printf("  %-58s %s path, RM %u\n", c->label, grouped ? "grouped" : "per-row", k.rm);
-        expect_within(c->label, "vs CPU", runs[0], cpu, n);
+        expect_within(c->label, "vs CPU", runs[0], cpu[0], n);
         expect_within(c->label, "vs moe_mv.comp", runs[0], mv, n);
-        T_CHECK(memcmp(runs[0], runs[1], (size_t)n * sizeof(float)) == 0, "%s: two runs of one program differ",
-                c->label);
+        char what[32];
+        snprintf(what, sizeof what, "%d rows vs CPU", few);
+        expect_within(c->label, what, runs[1], cpu[1], (int64_t)few * c->d);
+        T_CHECK(memcmp(runs[0], runs[2], (size_t)n * sizeof(float)) == 0,
+                "%s: the program's runs of the same rows before and after a run of %d differ", c->label, few);
     }
     vkt_set_options(g_vk, &g_opts);
     free(buf);
@@ -273,12 +279,12 @@ static void test_batched_alone(void) {
     if (!batch || !alone) exit(1);
     moe_kernels k = {0}, k1 = {0};
     int64_t differ = 0;
-    if (run_on(g_vk, &t, c.n_tokens, 1, &batch, &k)) {
+    if (run_on(g_vk, &t, &c.n_tokens, 1, &batch, &k)) {
         T_CHECK(k.mm == 3 && k.rm == 1, "batch: not grouped with RM 1");
         for (int64_t i = 0; i < c.rows; i++) {
             memcpy(t1.in[0], (float *)t.in[0] + i * c.d, (size_t)c.d * sizeof(float));
             memcpy(t1.in[1], (float *)t.in[1] + i * c.e, (size_t)c.e * sizeof(float));
-            if (!run_on(g_vk, &t1, 1, 1, &alone, &k1)) break;
+            if (!run_on(g_vk, &t1, &one.n_tokens, 1, &alone, &k1)) break;
             differ += memcmp(alone, batch + i * c.d, (size_t)c.d * sizeof(float)) != 0;
         }
         T_CHECK(k1.mm == 3 && k1.rm == 1, "one row: not grouped with RM 1");
