@@ -226,15 +226,17 @@ static rlx_status emit_tiles(rlx_program *p, rlx_node i, const grouped *g, uint3
                         [RLX_VK_BIND(moe_mm, LIST)] = g->list,
                         [RLX_VK_BIND(moe_mm, Y)] = mode == MOE_DOWN ? g->part : g->h};
     vk_matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mm, W)], &row0, &part_rows);
-    uint32_t spec[4] = {[RLX_VK_SPEC_WG] = 256,
+    uint32_t spec[4] = {[RLX_VK_SPEC_WG] = MOE_MM_WG,
                         [RLX_VK_SPEC(moe_mm, W_TYPE)] = m.type,
                         [RLX_VK_SPEC(moe_mm, MODE)] = mode,
                         [RLX_VK_SPEC(moe_mm, RM)] = g->plan.rm};
     uint32_t push[7] = {g->rows, g->experts, g->slots, (uint32_t)k, (uint32_t)out, (uint32_t)m.row_bytes,
                         (uint32_t)(out * m.row_bytes)};
+    /* the up pass multiplies into the gate pass's h; the down pass weighs by the route */
     uint32_t reads = RLX_VK_BIT(moe_mm, X) | RLX_VK_BIT(moe_mm, W) | RLX_VK_BIT(moe_mm, LIST) |
-                     (mode == MOE_UP ? RLX_VK_BIT(moe_mm, Y) : 0u) | (mode == MOE_DOWN ? RLX_VK_BIT(moe_mm, ROUTE) : 0u);
-    uint64_t groups = g->plan.tiles * ceil_div(out, 64);
+                     (mode == MOE_UP ? RLX_VK_BIT(moe_mm, Y) : 0u) |
+                     (mode == MOE_DOWN ? RLX_VK_BIT(moe_mm, ROUTE) : 0u);
+    uint64_t groups = g->plan.tiles * ceil_div(out, MOE_MM_TN);
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mm, spec, bind, 5, reads, RLX_VK_BIT(moe_mm, Y), push, sizeof push,
                    groups);
 }

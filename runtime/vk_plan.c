@@ -341,7 +341,6 @@ uint64_t vk_moe_h_bytes(const rlx_program *p, rlx_node i) {
  * experts) most experts have one pair or none and a tile would mostly compute padding. */
 #define MOE_GROUPED_MIN_ROWS 16
 #define MOE_GROUPED_MIN_PAIRS 4
-#define MOE_MM_WG 256             /* shaders/moe_mm.comp: 16 x 16 threads */
 #define MOE_MM_SHARED (32 * 65 * 4 + 32 * 16 * 16 + 64 * 4) /* its xs, ws and pair arrays, in bytes */
 
 static uint64_t align_to(uint64_t x, uint64_t a) { return a > 1 ? ceil_div(x, a) * a : x; }

@@ -120,6 +120,9 @@ uint64_t vk_post_sync_bytes(const rlx_program *p, rlx_node at);
 /* Slots per row of MOE_FFN i: top_k where its route is a MOE_ROUTE, else the expert count. */
 uint32_t vk_moe_slots(const rlx_program *p, rlx_node i);
 
+#define MOE_MM_WG 256 /* shaders/moe_mm.comp: 16 x 16 threads */
+#define MOE_MM_TN 64  /* ... each workgroup 64 outputs of its pairs */
+
 /* The grouped path of MOE_FFN i (runtime/vk_lower_moe.c): its tiles and where each of its arrays
  * sits in the node's scratch (byte offsets from the scratch's start). */
 typedef struct vk_moe_plan {

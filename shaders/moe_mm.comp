@@ -15,8 +15,8 @@
 // memory, the weights decoded on the way in (dequant.glsl, 8 elements per thread); 16 x 16 threads
 // each accumulate RM x 4 outputs (thread_block). Every output is summed over k in one order, k
 // ascending, whatever tile its pair falls in, so on one pipeline (one RM) a row's bits do not
-// depend on the other rows' routes. k (D for gate and up, F for down) is a multiple of 32: the planner keeps other shapes on
-// moe_mv.comp.
+// depend on the other rows' routes. k (D for gate and up, F for down) is a multiple of 32: the
+// planner keeps other shapes on moe_mv.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -137,7 +137,8 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
     int32_t few = c->n_tokens / 3 + 1, steps[3] = {c->n_tokens, few, c->n_tokens};
     float *buf = calloc((size_t)(6 * size), sizeof *buf);
     if (!buf) exit(1);
-    float *cpu[2] = {buf, buf + size}, *runs[3] = {buf + 2 * size, buf + 3 * size, buf + 4 * size}, *mv = buf + 5 * size;
+    float *cpu[2] = {buf, buf + size}, *runs[3] = {buf + 2 * size, buf + 3 * size, buf + 4 * size};
+    float *mv = buf + 5 * size;
     moe_kernels k = {0}, kmv = {0};
     vkt_set_options(g_vk, &o);
     bool ok = run_on(g_cpu, &t, steps, 2, cpu, NULL) && run_on(g_vk, &t, steps, 3, runs, &k);
