@@ -262,11 +262,13 @@ static void mark_warm(rlx_program *p, rlx_node a) {
 
 static bool norm_fold_pays(const rlx_program *p, rlx_node mm);
 
-/* Whether node j reads i only as the x of a MOE_FFN, whose gate and up passes can scale their sums
- * (shaders/moe_mv.comp SCALED). */
+/* Whether node j reads i only as the x of a MOE_FFN on shaders/moe_mv.comp, whose gate and up
+ * passes can scale their sums (SCALED; the grouped path's moe_mm.comp has no such scale). */
 static bool read_as_moe_x(const rlx_program *p, rlx_node j, rlx_node i) {
     const vk_node *c = node(p, j);
+    vk_moe_plan grouped;
     if (c->info.op != RLX_OP_MOE_FFN || c->fuse != VK_FUSE_NONE || c->info.in[0] != i) return false;
+    if (vk_moe_grouped_plan(p, j, &grouped)) return false;
     for (int k = 1; k < c->info.n_in; k++)
         if (c->info.in[k] == i) return false;
     return true;

@@ -8,8 +8,9 @@
  *    each expert's pairs (a weight tile read once per tile of pairs), the down pass writing
  *    route-weighted partials per pair, and shaders/moe_sum.comp adds each row's partials in slot
  *    order.
- * Both keep h, [rows, slots, F], at the start of the node's scratch, with moe_mv.comp's slot
- * numbering. vk_lower.c's table points here. */
+ * Both keep h, [rows, slots, F], at the start of the dispatching node's scratch, with moe_mv.comp's
+ * slot numbering, and add the sums that fusion gave the FFN (vk_fuse.c fuse_moe: a shared expert,
+ * gated or not, a residual) in their last pass. vk_lower.c's table points here. */
 #include "runtime/vk_lower.h"
 
 #define MAX_STRIDE_GROUPS 8192 /* grid-stride kernels: enough groups to fill any device */
@@ -194,7 +195,9 @@ static rlx_status emit_moe(rlx_program *p, rlx_node at, rlx_node i, const moe_ep
 
 /* ---- the grouped path ---- */
 
+/* The grouped path of MOE_FFN i, dispatched for node at (i, or the ADD it is fused into). */
 typedef struct grouped {
+    rlx_node at;
     vk_moe_plan plan;
     uint32_t rows, experts, slots, f, d, tok;
     vk_range x, route, h, slots_r, list, part;
@@ -202,7 +205,7 @@ typedef struct grouped {
 
 /* moe_group.comp in `mode`: a workgroup per row (GROUP_SLOTS), per expert (GROUP_LISTS), or one
  * (GROUP_TILES, over the lists' counts). */
-static rlx_status emit_group(rlx_program *p, rlx_node i, const grouped *g, uint32_t mode) {
+static rlx_status emit_group(rlx_program *p, const grouped *g, uint32_t mode) {
     vk_range bind[3] = {[RLX_VK_BIND(moe_group, ROUTE)] = g->route,
                         [RLX_VK_BIND(moe_group, SLOTS)] = g->slots_r,
                         [RLX_VK_BIND(moe_group, LIST)] = g->list};
@@ -213,13 +216,14 @@ static rlx_status emit_group(rlx_program *p, rlx_node i, const grouped *g, uint3
                                            : RLX_VK_BIT(moe_group, LIST);
     uint32_t writes = mode == GROUP_SLOTS ? RLX_VK_BIT(moe_group, SLOTS) : RLX_VK_BIT(moe_group, LIST);
     uint64_t groups = mode == GROUP_SLOTS ? g->rows : mode == GROUP_LISTS ? g->experts : 1;
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_group, spec, bind, 3, reads, writes, push, sizeof push, groups);
+    return vk_emit(p, &p->run, g->at, RLX_VK_KERNEL_moe_group, spec, bind, 3, reads, writes, push, sizeof push,
+                   groups);
 }
 
 /* One moe_mm.comp pass: gate (x -> h), up (x, h -> h) or down (h -> the partials). */
-static rlx_status emit_tiles(rlx_program *p, rlx_node i, const grouped *g, uint32_t mode, rlx_node w) {
+static rlx_status emit_tiles(rlx_program *p, const grouped *g, uint32_t mode, rlx_node w) {
     matrix m = matrix_of(p, w);
-    RLX_TRY(vk_single_part(p, i, &m));
+    RLX_TRY(vk_single_part(p, g->at, &m));
     uint64_t out = mode == MOE_DOWN ? g->d : g->f, k = mode == MOE_DOWN ? g->f : g->d, row0, part_rows;
     vk_range bind[5] = {[RLX_VK_BIND(moe_mm, X)] = mode == MOE_DOWN ? g->h : g->x,
                         [RLX_VK_BIND(moe_mm, ROUTE)] = g->route,
@@ -237,63 +241,72 @@ static rlx_status emit_tiles(rlx_program *p, rlx_node i, const grouped *g, uint3
                      (mode == MOE_UP ? RLX_VK_BIT(moe_mm, Y) : 0u) |
                      (mode == MOE_DOWN ? RLX_VK_BIT(moe_mm, ROUTE) : 0u);
     uint64_t groups = g->plan.tiles * ceil_div(out, MOE_MM_TN);
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_mm, spec, bind, 5, reads, RLX_VK_BIT(moe_mm, Y), push, sizeof push,
-                   groups);
+    return vk_emit(p, &p->run, g->at, RLX_VK_KERNEL_moe_mm, spec, bind, 5, reads, RLX_VK_BIT(moe_mm, Y), push,
+                   sizeof push, groups);
 }
 
-static rlx_status emit_sum(rlx_program *p, rlx_node i, const grouped *g) {
-    vk_range bind[3] = {[RLX_VK_BIND(moe_sum, SLOTS)] = g->slots_r,
+/* moe_sum.comp: each row's partials in slot order, then the sums fusion gave the FFN (epi). */
+static rlx_status emit_sum(rlx_program *p, const grouped *g, const moe_epi *epi) {
+    vk_range out = vk_node_range(p, g->at);
+    vk_range bind[6] = {[RLX_VK_BIND(moe_sum, SLOTS)] = g->slots_r,
                         [RLX_VK_BIND(moe_sum, PART)] = g->part,
-                        [RLX_VK_BIND(moe_sum, Y)] = vk_node_range(p, i)};
-    uint32_t spec[1] = {p->b->wg};
+                        [RLX_VK_BIND(moe_sum, Y)] = out,
+                        [RLX_VK_BIND(moe_sum, AUX)] = epi->bits & 1u ? epi->aux : g->part,
+                        [RLX_VK_BIND(moe_sum, AUX_GATE)] = epi->bits & 2u ? epi->aux_gate : g->part,
+                        [RLX_VK_BIND(moe_sum, RESID)] = epi->bits & 4u ? epi->resid : g->part};
+    uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(moe_sum, EPI)] = epi->bits};
     uint32_t push[4] = {g->rows, g->slots, g->d, g->tok};
+    uint32_t reads = RLX_VK_BIT(moe_sum, SLOTS) | RLX_VK_BIT(moe_sum, PART) |
+                     (epi->bits & 1u ? RLX_VK_BIT(moe_sum, AUX) : 0u) |
+                     (epi->bits & 2u ? RLX_VK_BIT(moe_sum, AUX_GATE) : 0u) |
+                     (epi->bits & 4u ? RLX_VK_BIT(moe_sum, RESID) : 0u);
     uint64_t groups = ceil_div((uint64_t)g->rows * g->d, p->b->wg);
-    return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_sum, spec, bind, 3,
-                   RLX_VK_BIT(moe_sum, SLOTS) | RLX_VK_BIT(moe_sum, PART), RLX_VK_BIT(moe_sum, Y), push, sizeof push,
-                   groups < MAX_STRIDE_GROUPS ? groups : MAX_STRIDE_GROUPS);
+    return vk_emit(p, &p->run, g->at, RLX_VK_KERNEL_moe_sum, spec, bind, 6, reads, RLX_VK_BIT(moe_sum, Y), push,
+                   sizeof push, groups < MAX_STRIDE_GROUPS ? groups : MAX_STRIDE_GROUPS);
 }
 
-static rlx_status lower_grouped(rlx_program *p, rlx_node i, const vk_moe_plan *plan, vk_range x, vk_range route) {
+/* MOE_FFN i on the grouped path, dispatched for node at, epi the sums fusion gave it. */
+static rlx_status lower_grouped(rlx_program *p, rlx_node at, rlx_node i, const vk_moe_plan *plan,
+                                const moe_epi *epi) {
     const vk_node *n = node(p, i);
     const rlx_shape *gs = &in(p, i, 2)->info.shape; /* [E, F, D] */
-    grouped g = {.plan = *plan,
+    grouped g = {.at = at,
+                 .plan = *plan,
                  .rows = (uint32_t)n->info.shape.dim[0],
                  .experts = (uint32_t)gs->dim[0],
                  .slots = vk_moe_slots(p, i),
                  .f = (uint32_t)gs->dim[1],
                  .d = (uint32_t)gs->dim[2],
-                 .tok = n->tok ? 1u : 0u,
-                 .x = x,
-                 .route = route};
-    g.h = scratch(p, i, plan->h_at, vk_moe_h_bytes(p, i));
-    g.slots_r = scratch(p, i, plan->slots_at, (uint64_t)g.rows * g.slots * 4);
-    g.list = scratch(p, i, plan->list_at, ((uint64_t)g.experts + (uint64_t)g.experts * g.rows + 1 + plan->tiles) * 4);
-    g.part = scratch(p, i, plan->part_at, (uint64_t)g.rows * g.slots * g.d * 4);
-    RLX_TRY(emit_group(p, i, &g, GROUP_SLOTS));
-    RLX_TRY(emit_group(p, i, &g, GROUP_LISTS));
-    RLX_TRY(emit_group(p, i, &g, GROUP_TILES));
-    RLX_TRY(emit_tiles(p, i, &g, MOE_GATE, n->info.in[2]));
-    RLX_TRY(emit_tiles(p, i, &g, MOE_UP, n->info.in[3]));
-    RLX_TRY(emit_tiles(p, i, &g, MOE_DOWN, n->info.in[4]));
-    return emit_sum(p, i, &g);
+                 .tok = n->tok ? 1u : 0u};
+    RLX_TRY(vk_f32_range(p, n->info.in[0], &g.x));
+    RLX_TRY(vk_f32_range(p, n->info.in[1], &g.route));
+    g.h = scratch(p, at, plan->h_at, vk_moe_h_bytes(p, i));
+    g.slots_r = scratch(p, at, plan->slots_at, (uint64_t)g.rows * g.slots * 4);
+    g.list = scratch(p, at, plan->list_at, ((uint64_t)g.experts + (uint64_t)g.experts * g.rows + 1 + plan->tiles) * 4);
+    g.part = scratch(p, at, plan->part_at, (uint64_t)g.rows * g.slots * g.d * 4);
+    RLX_TRY(emit_group(p, &g, GROUP_SLOTS));
+    RLX_TRY(emit_group(p, &g, GROUP_LISTS));
+    RLX_TRY(emit_group(p, &g, GROUP_TILES));
+    RLX_TRY(emit_tiles(p, &g, MOE_GATE, n->info.in[2]));
+    RLX_TRY(emit_tiles(p, &g, MOE_UP, n->info.in[3]));
+    RLX_TRY(emit_tiles(p, &g, MOE_DOWN, n->info.in[4]));
+    return emit_sum(p, &g, epi);
+}
+
+/* MOE_FFN i on the path its plan chose, dispatched for node at with the sums epi. */
+static rlx_status emit_either(rlx_program *p, rlx_node at, rlx_node i, const moe_epi *epi) {
+    vk_moe_plan plan;
+    return vk_moe_grouped_plan(p, i, &plan) ? lower_grouped(p, at, i, &plan, epi) : emit_moe(p, at, i, epi);
 }
 
 rlx_status vk_lower_MOE_FFN(rlx_program *p, rlx_node i) {
     if (absorbed(p, i)) return NULL; /* dispatched by the ADD it is fused into */
-    const vk_node *n = node(p, i);
-    vk_moe_plan plan;
-    if (vk_moe_grouped_plan(p, i, &plan)) {
-        vk_range x, route;
-        RLX_TRY(vk_f32_range(p, n->info.in[0], &x));
-        RLX_TRY(vk_f32_range(p, n->info.in[1], &route));
-        return lower_grouped(p, i, &plan, x, route);
-    }
     moe_epi none = {0};
-    return emit_moe(p, i, i, &none);
+    return emit_either(p, i, i, &none);
 }
 
 /* ADD at = [x +] (moe + y) (VK_FUSE_MOE_ADD): y, or y's SCALE_ROWS(shared, SIGMOID(g)) when both were
- * absorbed, and x go into the down pass. */
+ * absorbed, and x go into the down pass (moe_sum.comp on the grouped path). */
 rlx_status vk_lower_moe_add(rlx_program *p, rlx_node at) {
     const vk_node *n = node(p, at);
     rlx_node moe = n->fuse_a, c1 = n->fuse_b != RLX_NO_NODE ? n->fuse_b : at;
@@ -309,5 +322,5 @@ rlx_status vk_lower_moe_add(rlx_program *p, rlx_node at) {
         RLX_TRY(vk_f32_range(p, in0(p, at) == c1 ? in1(p, at) : in0(p, at), &epi.resid));
         epi.bits |= 4u;
     }
-    return emit_moe(p, at, moe, &epi);
+    return emit_either(p, at, moe, &epi);
 }

@@ -347,15 +347,16 @@ static uint64_t align_to(uint64_t x, uint64_t a) { return a > 1 ? ceil_div(x, a)
 
 /* Whether the grouped kernels run MOE_FFN i here at all: never in deterministic mode (moe_mv.comp
  * sums a row the same way for every row count: vk_plan.c's top comment), nor where fusion gave
- * moe_mv.comp the sums after it or a norm's scale (vk_fuse.c fuse_moe, fuse_norm_into_producer),
- * rows of k % 32 == 0 for both dot lengths (moe_mm.comp's steps), weights in one binding each, a
- * device that fits moe_mm.comp's workgroup. */
+ * moe_mv.comp a norm's scale (vk_fuse.c fuse_norm_into_producer asks this plan first, so only
+ * where the answer was already no), rows of k % 32 == 0 for both dot lengths (moe_mm.comp's
+ * steps), weights in one binding each, a device that fits moe_mm.comp's workgroup. The sums after
+ * the FFN (vk_fuse.c fuse_moe) go into moe_sum.comp as into moe_mv.comp's down pass. */
 static bool moe_grouped_fits(const rlx_program *p, rlx_node i) {
     const rlx_vk_caps *c = p->b->dev->caps;
     int64_t f = in(p, i, 2)->info.shape.dim[1], d = in(p, i, 2)->info.shape.dim[2];
     for (int k = 2; k < 5; k++)
         if (matrix_of(p, node(p, i)->info.in[k]).n_parts != 1) return false;
-    if (node(p, i)->fused_into != RLX_NO_NODE || node(p, i)->fuse != VK_FUSE_NONE) return false;
+    if (node(p, i)->fuse != VK_FUSE_NONE) return false;
     return !vk_deterministic(p) && f % 32 == 0 && d % 32 == 0 && c->max_wg_invocations >= MOE_MM_WG &&
            c->max_wg_size[0] >= MOE_MM_WG && c->max_shared >= MOE_MM_SHARED;
 }

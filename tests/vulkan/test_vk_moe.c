@@ -21,7 +21,9 @@
  * Cases: top-k routes (experts with no rows, one expert taking every row, rows whose second expert's
  * weight underflows to 0 so they route to fewer than top_k), dense routes with zeros (a row of no
  * expert at all, slots = E), several tiles of pairs per expert, output tiles cut short, padding
- * rows, weights of Q4_K, Q6_K (a Q4_K_M file's expert types), Q8_0, F16 and F32, every tile size. */
+ * rows, weights of Q4_K, Q6_K (a Q4_K_M file's expert types), Q8_0, F16 and F32, every tile size,
+ * and the sums after the FFN that fusion gives its last pass (a residual, Qwen3.5-MoE's shared
+ * expert gated by a sigmoid; runtime/vk_fuse.c fuse_moe): moe_sum.comp on the grouped path. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,13 @@ typedef enum {
     SHAPE_HOLES,     /* dense: about a third of the weights 0, and row 5 all 0 */
 } route_shape;
 
+/* The sums after the FFN, which fusion gives its last pass (runtime/vk_fuse.c fuse_moe). */
+typedef enum {
+    SUMS_NONE,
+    SUMS_PLUS,   /* moe + y */
+    SUMS_SHARED, /* resid + (moe + shared * sigmoid(g)): Qwen3.5-MoE's gated shared expert */
+} moe_sums;
+
 typedef struct moe_case {
     const char *label;
     uint32_t type, down_type;
@@ -54,6 +63,7 @@ typedef struct moe_case {
     int32_t n_tokens, top_k;
     route_kind route;
     route_shape shape;
+    moe_sums sums;
 } moe_case;
 
 /* The case's graph: x [rows, d] in [-1, 1]; the route; random experts. Weights from the case's own
@@ -75,12 +85,20 @@ static void build(vkt_graph *t, const moe_case *c, uint64_t seed) {
     rlx_node gate = vkt_graph_weight(t, &wr, c->type, 3, c->e, c->f, c->d);
     rlx_node up = vkt_graph_weight(t, &wr, c->type, 3, c->e, c->f, c->d);
     rlx_node down = vkt_graph_weight(t, &wr, c->down_type, 3, c->e, c->d, c->f);
-    rlx_graph_mark_output(t->g, rlx_moe_ffn(t->g, x, route, gate, up, down), "y");
+    rlx_node y = rlx_moe_ffn(t->g, x, route, gate, up, down);
+    if (c->sums == SUMS_PLUS) y = rlx_add(t->g, y, vkt_input_f32(t, &r, vkt_shape(2, c->rows, c->d, 0), 1.0f));
+    if (c->sums == SUMS_SHARED) {
+        rlx_node shared = vkt_input_f32(t, &r, vkt_shape(2, c->rows, c->d, 0), 1.0f);
+        rlx_node g = vkt_input_f32(t, &r, vkt_shape(2, c->rows, 1, 0), 3.0f);
+        rlx_node resid = vkt_input_f32(t, &r, vkt_shape(2, c->rows, c->d, 0), 1.0f);
+        y = rlx_add(t->g, resid, rlx_add(t->g, y, rlx_scale_rows(t->g, shared, rlx_sigmoid(t->g, g))));
+    }
+    rlx_graph_mark_output(t->g, y, "y");
 }
 
 /* What a Vulkan program dispatches for MOE_FFN. */
 typedef struct moe_kernels {
-    size_t mm, mv, group, sum;
+    size_t mm, mv, group, sum, other; /* other: any other kernel (the sums after it, unfused) */
     uint32_t rm; /* moe_mm.comp's RM (pairs per tile / 16), 0 without it */
 } moe_kernels;
 
@@ -96,7 +114,8 @@ static moe_kernels kernels_of(const rlx_program *p) {
         case RLX_VK_KERNEL_moe_mv: k.mv++; break;
         case RLX_VK_KERNEL_moe_group: k.group++; break;
         case RLX_VK_KERNEL_moe_sum: k.sum++; break;
-        default: break;
+        case RLX_VK_KERNEL_moe_route: break;
+        default: k.other++; break;
         }
     }
     return k;
@@ -153,6 +172,8 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
                 "%s: dispatches moe_mm %zu (RM %u), moe_group %zu, moe_sum %zu, moe_mv %zu; expected the %s path%s",
                 c->label, k.mm, k.rm, k.group, k.sum, k.mv, grouped ? "grouped" : "per-row", grouped ? " with RM" : "");
         T_CHECK(kmv.mv == 3 && kmv.mm == 0, "%s: RLX_VK_MOE_GROUPED=0 still dispatches moe_mm (%zu)", c->label, kmv.mm);
+        T_CHECK(k.other == 0 && kmv.other == 0, "%s: %zu and %zu dispatches besides the MoE's: the sums after it "
+                "were not fused", c->label, k.other, kmv.other);
         printf("  %-58s %s path, RM %u\n", c->label, grouped ? "grouped" : "per-row", k.rm);
         expect_within(c->label, "vs CPU", runs[0], cpu[0], n);
         expect_within(c->label, "vs moe_mv.comp", runs[0], mv, n);
@@ -172,17 +193,23 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
 static void test_default_plan(void) {
     static const moe_case cases[] = {
         {"Q4_K/Q6_K 40 rows (37 valid) E 8 top 2", RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, 40, 8, 256, 256, 37, 2,
-         ROUTE_TOPK, SHAPE_RANDOM},
+         ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE},
         {"Q6_K 24 rows E 4 top 2: experts 0, 1 every row, 2, 3 none", RLX_DTYPE_Q6_K, RLX_DTYPE_Q6_K, 24, 4, 256,
-         256, 24, 2, ROUTE_TOPK, SHAPE_FAVOURITE},
+         256, 24, 2, ROUTE_TOPK, SHAPE_FAVOURITE, SUMS_NONE},
         {"Q8_0 32 rows dense E 6 with zeros, row 5 of none", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, 32, 6, 64, 96, 30, 6,
-         ROUTE_DENSE, SHAPE_HOLES},
+         ROUTE_DENSE, SHAPE_HOLES, SUMS_NONE},
         {"F16 150 rows E 4 top 2, F 96 D 160: tiles of 64 pairs", RLX_DTYPE_F16, RLX_DTYPE_F16, 150, 4, 96, 160, 149,
-         2, ROUTE_TOPK, SHAPE_RANDOM},
+         2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE},
         {"F32 20 rows E 8 top 2, odd rows of one expert (underflow)", RLX_DTYPE_F32, RLX_DTYPE_F32, 20, 8, 32, 64, 20,
-         2, ROUTE_TOPK, SHAPE_UNDERFLOW},
+         2, ROUTE_TOPK, SHAPE_UNDERFLOW, SUMS_NONE},
+        /* outputs of a few units, so that the sums' terms weigh in the NMSE (Q4_K's random scales make
+           outputs of thousands) */
+        {"Q8_0 40 rows E 8 top 2 + gated shared expert + resid", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, 40, 8, 64, 128, 38,
+         2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_SHARED},
+        {"F16 24 rows E 4 top 2 (favourites) + y", RLX_DTYPE_F16, RLX_DTYPE_F16, 24, 4, 64, 96, 21, 2, ROUTE_TOPK,
+         SHAPE_FAVOURITE, SUMS_PLUS},
     };
-    static const uint32_t want_rm[] = {1, 1, 2, 4, 1}; /* pairs per expert: 10, 12, 32, 75, 5 */
+    static const uint32_t want_rm[] = {1, 1, 2, 4, 1, 1, 1}; /* pairs per expert: 10, 12, 32, 75, 5, 10, 12 */
     printf("default plan\n");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i], g_opts, want_rm[i]);
 }
@@ -190,11 +217,11 @@ static void test_default_plan(void) {
 /* Tile sizes forced (RLX_VK_MOE_TM): an expert's pairs over several tiles, and tiles mostly empty. */
 static void test_tile_sizes(void) {
     static const moe_case many = {"Q4_K 150 rows E 4 top 2: tiles of 16 pairs", RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K,
-                                  150, 4, 256, 256, 150, 2, ROUTE_TOPK, SHAPE_RANDOM};
+                                  150, 4, 256, 256, 150, 2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     static const moe_case few = {"Q8_0 40 rows E 8 top 2: tiles of 64 pairs", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, 40,
-                                 8, 64, 64, 33, 2, ROUTE_TOPK, SHAPE_RANDOM};
+                                 8, 64, 64, 33, 2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     static const moe_case mid = {"F16 24 rows E 4 top 2 (favourites): tiles of 32", RLX_DTYPE_F16, RLX_DTYPE_F16,
-                                 24, 4, 64, 128, 24, 2, ROUTE_TOPK, SHAPE_FAVOURITE};
+                                 24, 4, 64, 128, 24, 2, ROUTE_TOPK, SHAPE_FAVOURITE, SUMS_NONE};
     printf("tile sizes forced\n");
     rlx_vk_options o = g_opts;
     o.moe_tm = 16;
@@ -209,11 +236,11 @@ static void test_tile_sizes(void) {
  * over many experts); rows of k % 32 != 0 stay per row even then. */
 static void test_forced(void) {
     static const moe_case one = {"Q4_K/Q6_K 1 row E 8 top 2 (forced)", RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, 1, 8, 256,
-                                 256, 1, 2, ROUTE_TOPK, SHAPE_RANDOM};
+                                 256, 1, 2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     static const moe_case sparse = {"Q8_0 6 rows E 32 top 4 (forced)", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, 6, 32, 64, 64,
-                                    5, 4, ROUTE_TOPK, SHAPE_RANDOM};
+                                    5, 4, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     static const moe_case odd = {"F16 24 rows E 4 top 2, F 48 (forced, stays per row)", RLX_DTYPE_F16,
-                                 RLX_DTYPE_F16, 24, 4, 48, 64, 24, 2, ROUTE_TOPK, SHAPE_RANDOM};
+                                 RLX_DTYPE_F16, 24, 4, 48, 64, 24, 2, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     printf("RLX_VK_MOE_GROUPED=1\n");
     rlx_vk_options o = g_opts;
     o.moe_grouped = 1;
@@ -234,7 +261,7 @@ static void test_rule(void) {
                  {512, false, false, 1}, {128, true, true, 0}, {512, true, false, 0}};
     printf("the planner's rule, E 256 top 8\n");
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
-        moe_case c = {"", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, rules[i].rows, 256, 32, 64, 1, 8, ROUTE_TOPK, SHAPE_RANDOM};
+        moe_case c = {"", RLX_DTYPE_Q8_0, RLX_DTYPE_Q8_0, rules[i].rows, 256, 32, 64, 1, 8, ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
         vkt_graph t;
         build(&t, &c, 0x5EED1000u + (uint64_t)i);
         rlx_vk_options o = g_opts;
@@ -265,7 +292,7 @@ static void test_rule(void) {
  * row i of a batch has the same bits as the same row run alone, whatever the other rows route to. */
 static void test_batched_alone(void) {
     moe_case c = {"Q4_K/Q6_K 40 rows E 8 top 2, tiles of 16", RLX_DTYPE_Q4_K, RLX_DTYPE_Q6_K, 40, 8, 256, 256, 40, 2,
-                  ROUTE_TOPK, SHAPE_RANDOM};
+                  ROUTE_TOPK, SHAPE_RANDOM, SUMS_NONE};
     moe_case one = c;
     one.rows = one.n_tokens = 1;
     uint64_t seed = 0x5EED2000u;
