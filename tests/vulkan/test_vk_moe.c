@@ -98,9 +98,23 @@ static void build(vkt_graph *t, const moe_case *c, uint64_t seed) {
 
 /* What a Vulkan program dispatches for MOE_FFN. */
 typedef struct moe_kernels {
-    size_t mm, mv, group, sum, other; /* other: any other kernel (the sums after it, unfused) */
-    uint32_t rm; /* moe_mm.comp's RM (pairs per tile / 16), 0 without it */
+    size_t mm, mv, group, sum;
+    size_t experts; /* matvec.comp EXPERTS: a few rows' gate and up, on the per-row path */
+    size_t other;   /* any other kernel (the sums after the FFN, unfused) */
+    uint32_t rm;    /* moe_mm.comp's RM (pairs per tile / 16), 0 without it */
 } moe_kernels;
+
+/* The per-row path: moe_mv.comp's three passes, or for decode rows matvec.comp EXPERTS for gate
+ * and up, then moe_mv.comp's down pass or a second matvec.comp EXPERTS (vk_lower_moe.c moe_matvec). */
+static bool per_row(const moe_kernels *k) {
+    bool passes = (k->mv == 3 && k->experts == 0) || (k->mv == 1 && k->experts == 1) || (k->mv == 0 && k->experts == 2);
+    return k->mm == 0 && k->group == 0 && k->sum == 0 && passes;
+}
+
+/* The grouped path with tiles of 16 rm pairs. */
+static bool grouped_with(const moe_kernels *k, uint32_t rm) {
+    return k->mm == 3 && k->group == 3 && k->sum == 1 && k->mv == 0 && k->experts == 0 && k->rm == rm;
+}
 
 static moe_kernels kernels_of(const rlx_program *p) {
     moe_kernels k = {0};
@@ -115,6 +129,14 @@ static moe_kernels kernels_of(const rlx_program *p) {
         case RLX_VK_KERNEL_moe_group: k.group++; break;
         case RLX_VK_KERNEL_moe_sum: k.sum++; break;
         case RLX_VK_KERNEL_moe_route: break;
+        case RLX_VK_KERNEL_matvec:
+        case RLX_VK_KERNEL_matvec_stream:
+            if (d->pipe->spec[RLX_VK_SPEC(matvec, EXPERTS)]) {
+                k.experts++;
+                break;
+            }
+            k.other++;
+            break;
         default: k.other++; break;
         }
     }
@@ -161,17 +183,18 @@ static void check_case(const moe_case *c, rlx_vk_options o, uint32_t want_rm) {
     moe_kernels k = {0}, kmv = {0};
     vkt_set_options(g_vk, &o);
     bool ok = run_on(g_cpu, &t, steps, 2, cpu, NULL) && run_on(g_vk, &t, steps, 3, runs, &k);
-    rlx_vk_options per_row = o;
-    per_row.moe_grouped = 0;
-    vkt_set_options(g_vk, &per_row);
+    rlx_vk_options mv_opts = o;
+    mv_opts.moe_grouped = 0;
+    vkt_set_options(g_vk, &mv_opts);
     ok = ok && run_on(g_vk, &t, steps, 1, &mv, &kmv);
     if (ok) {
         bool grouped = want_rm != 0;
-        T_CHECK(grouped ? k.mm == 3 && k.group == 3 && k.sum == 1 && k.mv == 0 && k.rm == want_rm
-                        : k.mm == 0 && k.mv == 3,
-                "%s: dispatches moe_mm %zu (RM %u), moe_group %zu, moe_sum %zu, moe_mv %zu; expected the %s path%s",
-                c->label, k.mm, k.rm, k.group, k.sum, k.mv, grouped ? "grouped" : "per-row", grouped ? " with RM" : "");
-        T_CHECK(kmv.mv == 3 && kmv.mm == 0, "%s: RLX_VK_MOE_GROUPED=0 still dispatches moe_mm (%zu)", c->label, kmv.mm);
+        T_CHECK(grouped ? grouped_with(&k, want_rm) : per_row(&k),
+                "%s: dispatches moe_mm %zu (RM %u), moe_group %zu, moe_sum %zu, moe_mv %zu, matvec EXPERTS %zu; "
+                "expected the %s path", c->label, k.mm, k.rm, k.group, k.sum, k.mv, k.experts,
+                grouped ? "grouped" : "per-row");
+        T_CHECK(per_row(&kmv), "%s: RLX_VK_MOE_GROUPED=0: dispatches moe_mm %zu, moe_mv %zu, matvec EXPERTS %zu",
+                c->label, kmv.mm, kmv.mv, kmv.experts);
         T_CHECK(k.other == 0 && kmv.other == 0, "%s: %zu and %zu dispatches besides the MoE's: the sums after it "
                 "were not fused", c->label, k.other, kmv.other);
         printf("  %-58s %s path, RM %u\n", c->label, grouped ? "grouped" : "per-row", k.rm);
@@ -273,7 +296,7 @@ static void test_rule(void) {
         if (T_OK(g_vk->ops->session_create(g_vk, t.w, t.nw, &t.kv, &s)) && T_OK(g_vk->ops->compile(s, t.g, &p))) {
             moe_kernels k = kernels_of(p);
             bool grouped = rules[i].want_rm != 0;
-            T_CHECK(grouped ? k.mm == 3 && k.mv == 0 && k.rm == rules[i].want_rm : k.mm == 0 && k.mv == 3,
+            T_CHECK(grouped ? grouped_with(&k, rules[i].want_rm) : per_row(&k),
                     "%lld rows%s%s: moe_mm %zu (RM %u), moe_mv %zu; expected the %s path", (long long)rules[i].rows,
                     rules[i].det ? ", deterministic" : "", rules[i].force ? ", forced" : "", k.mm, k.rm, k.mv,
                     grouped ? "grouped" : "per-row");
