@@ -2,7 +2,8 @@
  * chooses between:
  *  - shaders/moe_mv.comp, for few rows (decode) and deterministic mode: three passes (gate, up times
  *    act(gate), down with the route-weighted sum over the row's slots), each workgroup a few output
- *    rows of one (row, slot), so each expert's weights are read once per row routed to it;
+ *    rows of one (row, slot), so each expert's weights are read once per row routed to it; decode
+ *    rows whose experts fit matvec plans take shaders/matvec.comp EXPERTS instead (moe_matvec);
  *  - the grouped path, for many rows (prefill): shaders/moe_group.comp lists the (row, slot) pairs
  *    of each expert in row order, shaders/moe_mm.comp runs gate, up and down as tiled matmuls over
  *    each expert's pairs (a weight tile read once per tile of pairs), the down pass writing
