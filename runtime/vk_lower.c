@@ -28,9 +28,6 @@ static uint32_t f32_bits(float f) {
     return u;
 }
 
-/* Rows of the last dim per token row of n (0 when n is not token-major). */
-static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
-
 bool vk_weight_type_supported(uint32_t type) {
     switch (type) {
     case RLX_DTYPE_F32:
@@ -388,7 +385,7 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         vk_coop_plan c = coop != COOP_OFF ? coop_part_plan(p, mm, &u, part_rows, &part_type)
                                           : (vk_coop_plan){64, 64, 1, 1, (uint32_t)k};
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                            row_bytes, tok_rows(n), c.ksplit};
+                            row_bytes, vk_tok_rows(n), c.ksplit};
         uint32_t spec[8] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
                             [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
                             [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
@@ -425,16 +422,18 @@ typedef struct matmul_x {
     float eps;
 } matmul_x;
 
+vk_range vk_scaled_sync(const rlx_program *p, rlx_node reader) {
+    rlx_node add = node(p, node(p, reader)->fuse_a)->fuse_a; /* the norm's producer */
+    return vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
+}
+
 static rlx_status matmul_x_of(rlx_program *p, rlx_node mm, matmul_x *out) {
     const vk_node *n = node(p, mm);
     *out = (matmul_x){.norm = n->fuse == VK_FUSE_MATVEC_NORM ? 1 : n->fuse == VK_FUSE_MATVEC_SCALED ? 2 : 0};
     rlx_node x = out->norm == 1 ? in0(p, n->fuse_a) : n->info.in[0];
     RLX_TRY(vk_f32_range(p, x, &out->rows));
     out->norm_w = out->rows;
-    if (out->norm == 2) {
-        rlx_node add = node(p, n->fuse_a)->fuse_a;
-        out->norm_w = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
-    }
+    if (out->norm == 2) out->norm_w = vk_scaled_sync(p, mm);
     if (out->norm != 1) return NULL;
     out->eps = node(p, n->fuse_a)->info.attrs.eps;
     return vk_f32_range(p, in1(p, n->fuse_a), &out->norm_w);
@@ -519,7 +518,7 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
             post_eps = post_kind == 1 ? node(p, post)->info.attrs.eps : 0.0f;
         }
         uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
-                             (uint32_t)m.row_bytes, tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0, 0, 0};
+                             (uint32_t)m.row_bytes, vk_tok_rows(n), f32_bits(x_in.eps), f32_bits(post_eps), 0, 0, 0, 0};
         matvec_plan mv;
         if (vk_takes_matvec(p, mm) && vk_matvec_plan_make(p, m.type, k, part_rows, mv_nx, ceil_div(rows, mv_nx), epi,
                                                           x_in.norm != 0, gate != RLX_NO_NODE, &mv)) {
@@ -542,10 +541,8 @@ static rlx_status emit_matmul(rlx_program *p, rlx_node out_node, rlx_node mm, rl
     return NULL;
 }
 
-static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
-
 static rlx_status lower_MATMUL(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : emit_matmul(p, i, i, RLX_NO_NODE, EPI_NONE);
+    return vk_absorbed(p, i) ? NULL : emit_matmul(p, i, i, RLX_NO_NODE, EPI_NONE);
 }
 
 static uint32_t subgroup(const rlx_program *p) {
@@ -614,14 +611,14 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
     bind[RLX_VK_BIND(rms_norm, V_SRC)] = kv.vsrc;
     bind[RLX_VK_BIND(rms_norm, V_CACHE)] = kv.vcache;
     if (j.res != RLX_NO_NODE) RLX_TRY(vk_f32_range(p, j.res, &bind[RLX_VK_BIND(rms_norm, V_SRC)]));
-    uint32_t mode = 0, heads = 1, n_rot = 0, tok = tok_rows(node(p, j.at));
+    uint32_t mode = 0, heads = 1, n_rot = 0, tok = vk_tok_rows(node(p, j.at));
     if (j.rope != RLX_NO_NODE) {
         const vk_node *r = node(p, j.rope);
         mode = r->info.attrs.rope.layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
         heads = (uint32_t)r->info.shape.dim[1];
         n_rot = (uint32_t)r->info.attrs.rope.n_rot;
         bind[RLX_VK_BIND(rms_norm, TURNS)] = vk_const_range(p, r->const_offset, (VkDeviceSize)n_rot / 2 * 8);
-        tok = tok_rows(r);
+        tok = vk_tok_rows(r);
     }
     if (kv.kv) tok = heads; /* a KV_WRITE takes the first n_tokens token rows */
     uint64_t slots = n_rot / 2 + (cols - n_rot + 1) / 2, sg = subgroup(p);
@@ -646,7 +643,7 @@ static rlx_status emit_rms_norm(rlx_program *p, norm_job j) {
 }
 
 static rlx_status lower_RMS_NORM(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i) || node(p, i)->fuse == VK_FUSE_NORM_BY_PRODUCER) return NULL;
+    if (vk_absorbed(p, i) || node(p, i)->fuse == VK_FUSE_NORM_BY_PRODUCER) return NULL;
     return emit_rms_norm(p, (norm_job){i, i, RLX_NO_NODE, RLX_NO_NODE, RLX_NO_NODE, 1.0f, false});
 }
 
@@ -679,7 +676,7 @@ static rlx_status emit_rope(rlx_program *p, rlx_node at, rlx_node rope, rlx_node
 
 static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (absorbed(p, i)) return NULL;
+    if (vk_absorbed(p, i)) return NULL;
     if (n->fuse == VK_FUSE_NORM_ROPE)
         return emit_rms_norm(p, (norm_job){i, n->fuse_a, i, RLX_NO_NODE, RLX_NO_NODE, 1.0f, false});
     return emit_rope(p, i, i, RLX_NO_NODE);
@@ -687,7 +684,7 @@ static rlx_status lower_ROPE(rlx_program *p, rlx_node i) {
 
 static rlx_status lower_KV_WRITE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i), *x = in(p, i, 1);
-    if (absorbed(p, i)) return NULL; /* a V write that its K write's kernel does */
+    if (vk_absorbed(p, i)) return NULL; /* a V write that its K write's kernel does */
     if (n->fuse == VK_FUSE_KV_ROPE) {
         const vk_node *r = node(p, n->fuse_a);
         if (r->fuse == VK_FUSE_NORM_ROPE)
@@ -901,7 +898,7 @@ static rlx_status elementwise(rlx_program *p, rlx_node i, uint32_t op, rlx_node 
 
 static rlx_status lower_ADD(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (absorbed(p, i)) return NULL; /* the inner sum of a MoE's (vk_fuse.c fuse_moe) */
+    if (vk_absorbed(p, i)) return NULL; /* the inner sum of a MoE's (vk_fuse.c fuse_moe) */
     if (n->fuse == VK_FUSE_MATMUL_ADD) return emit_matmul(p, i, n->fuse_a, n->fuse_b, EPI_ADD);
     if (n->fuse == VK_FUSE_MOE_ADD) return vk_lower_moe_add(p, i); /* vk_lower_moe.c */
     if (n->fuse == VK_FUSE_NORM_ADD)
@@ -935,15 +932,15 @@ static rlx_status lower_SCALE(rlx_program *p, rlx_node i) {
 }
 
 static rlx_status lower_SILU(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : elementwise(p, i, EW_SILU, in0(p, i), RLX_NO_NODE, 1.0f);
+    return vk_absorbed(p, i) ? NULL : elementwise(p, i, EW_SILU, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
 static rlx_status lower_SIGMOID(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : elementwise(p, i, EW_SIGMOID, in0(p, i), RLX_NO_NODE, 1.0f);
+    return vk_absorbed(p, i) ? NULL : elementwise(p, i, EW_SIGMOID, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
 static rlx_status lower_GELU_TANH(rlx_program *p, rlx_node i) {
-    return absorbed(p, i) ? NULL : elementwise(p, i, EW_GELU_TANH, in0(p, i), RLX_NO_NODE, 1.0f);
+    return vk_absorbed(p, i) ? NULL : elementwise(p, i, EW_GELU_TANH, in0(p, i), RLX_NO_NODE, 1.0f);
 }
 
 /* SOFTMAX: one workgroup per row of the last dim of x. */
@@ -961,7 +958,7 @@ static rlx_status row_reduction(rlx_program *p, rlx_node i, rlx_vk_kernel k, uin
 }
 
 static rlx_status lower_SOFTMAX(rlx_program *p, rlx_node i) {
-    return row_reduction(p, i, RLX_VK_KERNEL_softmax, tok_rows(node(p, i)));
+    return row_reduction(p, i, RLX_VK_KERNEL_softmax, vk_tok_rows(node(p, i)));
 }
 /* ARGMAX's output holds one element per row of x, so its token row size is its rows per token.
  * Greedy decoding takes it over one vocabulary row: a single workgroup, so it gets the largest. */
@@ -1017,7 +1014,7 @@ static rlx_status lower_MOE_ROUTE(rlx_program *p, rlx_node i) {
     while (per * s_min < experts) per *= 2;
     uint32_t spec[2] = {[RLX_VK_SPEC_WG] = p->b->wg, [RLX_VK_SPEC(moe_route, PER)] = per};
     uint32_t push[5] = {(uint32_t)rows, (uint32_t)experts, (uint32_t)n->info.attrs.top_k, n->info.attrs.norm_topk,
-                        tok_rows(n)};
+                        vk_tok_rows(n)};
     /* a row per subgroup: at least wg / (the largest subgroup size) rows per workgroup */
     uint32_t per_wg = p->b->wg / p->b->dev->caps->subgroup_max;
     return vk_emit(p, &p->run, i, RLX_VK_KERNEL_moe_route, spec, bind, 2, RLX_VK_BIT(moe_route, X),

@@ -10,7 +10,17 @@ static inline rlx_node vk_rope_norm(const rlx_program *p, rlx_node r) {
     return node(p, r)->fuse == VK_FUSE_NORM_ROPE ? node(p, r)->fuse_a : RLX_NO_NODE;
 }
 
+/* Whether node i's value is computed by another node's dispatch (vk_fuse.c). */
+static inline bool vk_absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
+
+/* Rows of the last dim per token row of n (0 when n is not token-major): the kernels' tok. */
+static inline uint32_t vk_tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
+
 /* ---- vk_lower.c: shared with the lowerings in other files ---- */
+
+/* The sync block holding the rsqrt factor of the norm that the matvec before prepared, for node
+ * reader (VK_FUSE_MATVEC_SCALED: a matvec, or a MOE_FFN's gate and up passes). */
+vk_range vk_scaled_sync(const rlx_program *p, rlx_node reader);
 
 /* Part k of matrix m: its range, first row and rows (an activation: the whole, one part). */
 void vk_matrix_part(const matrix *m, uint32_t k, vk_range *r, uint64_t *row0, uint64_t *rows);

@@ -19,13 +19,8 @@
 enum { MOE_GATE, MOE_UP, MOE_DOWN };  /* shaders/moe_mv.comp and moe_mm.comp MODE */
 enum { GROUP_SLOTS, GROUP_LISTS, GROUP_TILES }; /* shaders/moe_group.comp MODE */
 
-static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
-
-/* Rows of the last dim per token row of n (0 when n is not token-major), as vk_lower.c counts them. */
-static uint32_t tok_rows(const vk_node *n) { return n->tok ? (uint32_t)(n->tok / last_dim(n)) : 0; }
-
 /* The node that dispatches MOE_FFN i: i, or the ADD it is fused into (vk_fuse.c fuse_moe). */
-static rlx_node dispatcher(const rlx_program *p, rlx_node i) { return absorbed(p, i) ? node(p, i)->fused_into : i; }
+static rlx_node dispatcher(const rlx_program *p, rlx_node i) { return vk_absorbed(p, i) ? node(p, i)->fused_into : i; }
 
 /* The dispatching node holds the scratch: h, and the grouped path's arrays. */
 rlx_status vk_prepare_moe_ffn(rlx_program *p, rlx_node i) {
@@ -62,10 +57,7 @@ static rlx_status moe_pass(rlx_program *p, rlx_node at, rlx_node i, uint32_t mod
                         [RLX_VK_BIND(moe_mv, NS)] = x};
     /* x prepared by the matvec that computed the norm's input (vk_fuse.c): its sync block's factor */
     bool scaled = mode != MOE_DOWN && n->fuse == VK_FUSE_MATVEC_SCALED;
-    if (scaled) {
-        rlx_node add = node(p, n->fuse_a)->fuse_a;
-        bind[RLX_VK_BIND(moe_mv, NS)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
-    }
+    if (scaled) bind[RLX_VK_BIND(moe_mv, NS)] = vk_scaled_sync(p, i);
     uint64_t row0, part_rows;
     vk_matrix_part(&m, 0, &bind[RLX_VK_BIND(moe_mv, W)], &row0, &part_rows);
     uint32_t epi_bits = mode == MOE_DOWN ? epi->bits : 0u;
@@ -140,14 +132,13 @@ static rlx_status moe_matvec_emit(rlx_program *p, const moe_mv_job *j, bool down
                  (j->epi->bits & 4u ? RLX_VK_BIT(matvec, WARM_V) : 0u);
     }
     if (scaled) {
-        rlx_node add = node(p, n->fuse_a)->fuse_a;
-        bind[RLX_VK_BIND(matvec, NORM_W)] = vk_const_range(p, node(p, add)->const_offset, vk_post_sync_bytes(p, add));
+        bind[RLX_VK_BIND(matvec, NORM_W)] = vk_scaled_sync(p, j->i);
         reads |= RLX_VK_BIT(matvec, NORM_W);
     }
     mv->spec[RLX_VK_SPEC(matvec, NORM)] = scaled ? 2 : 0;
     mv->spec[RLX_VK_SPEC(matvec, EXPERTS)] = experts_bits;
     uint32_t push[13] = {(uint32_t)rows, (uint32_t)k, (uint32_t)m_rows, 0, (uint32_t)m_rows, (uint32_t)m->row_bytes,
-                         tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2]};
+                         vk_tok_rows(n), 0, 0, (uint32_t)mv->groups, 0, (uint32_t)ws->dim[0], (uint32_t)ws->dim[2]};
     return vk_emit(p, &p->run, j->at, vk_matvec_kernel(m->type, k, !down), mv->spec, bind, 11, reads,
                    RLX_VK_BIT(matvec, OUT), push, sizeof push, mv->groups);
 }
@@ -164,9 +155,11 @@ static rlx_status moe_matvec(rlx_program *p, const moe_mv_job *j, bool *gate_up,
         !vk_matvec_plan_make(p, mu.type, d, slots * f, 1, rows, EPI_SILU_MUL, false, true, &mv_gu))
         return NULL;
     uint32_t epi = j->epi->bits & 1u ? EPI_ADD : EPI_NONE;
-    /* a slot's part of the virtual row is whole blocks (shaders/matvec.glsl wblock) */
-    uint32_t block = md.type == RLX_DTYPE_Q8_0 ? 32 : md.type == RLX_DTYPE_F32 ? 4 : vk_plain_type(md.type) ? 8 : 256;
-    bool with_down = md.w && md.n_parts == 1 && slots <= EXPERT_MAX_SLOTS && f % block == 0 &&
+    /* a slot's part of the virtual row is whole units of matvec.glsl's loads (its wblock): a
+     * quantized type's blocks, 16 bytes of a plain type */
+    const rlx_dtype_info *ti = rlx_dtype_get(md.type);
+    uint32_t block = !ti ? 0 : ti->block_size > 1 ? ti->block_size : 16 / ti->type_size;
+    bool with_down = md.w && md.n_parts == 1 && slots <= EXPERT_MAX_SLOTS && block && f % block == 0 &&
                      vk_matvec_plan_make(p, md.type, slots * f, d, 1, rows, epi, false, false, &mv_d);
     *gate_up = true;
     RLX_TRY(moe_matvec_emit(p, j, false, &mu, d, slots * f, &mv_gu, with_down ? 3u : 1u));
@@ -301,7 +294,7 @@ static rlx_status emit_either(rlx_program *p, rlx_node at, rlx_node i, const moe
 }
 
 rlx_status vk_lower_MOE_FFN(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i)) return NULL; /* dispatched by the ADD it is fused into */
+    if (vk_absorbed(p, i)) return NULL; /* dispatched by the ADD it is fused into */
     moe_epi none = {0};
     return emit_either(p, i, i, &none);
 }

@@ -21,8 +21,6 @@ static uint32_t f32_bits(float f) {
     return u;
 }
 
-static bool absorbed(const rlx_program *p, rlx_node i) { return node(p, i)->fused_into != RLX_NO_NODE; }
-
 /* The SLICE under j's RESHAPE views that `reader`'s dispatch reads through (vk_fuse.c
  * slice_through), else RLX_NO_NODE. */
 static rlx_node slice_read_by(const rlx_program *p, rlx_node j, rlx_node reader) {
@@ -175,8 +173,8 @@ rlx_status vk_lower_DELTA_RULE(rlx_program *p, rlx_node i) {
     if (!vk_delta_plan_make(p, i, &plan, &why))
         return rlx_errorf(RLX_ERR_INTERNAL, "compile: %%%d DELTA_RULE: no plan (%s) after preparation", i, why);
     const rlx_node *x = n->info.in;
-    bool gate = absorbed(p, x[3]) && node(p, x[3])->fused_into == i;
-    bool sig = absorbed(p, x[4]) && node(p, x[4])->fused_into == i;
+    bool gate = vk_absorbed(p, x[3]) && node(p, x[3])->fused_into == i;
+    bool sig = vk_absorbed(p, x[4]) && node(p, x[4])->fused_into == i;
     rlx_node vs = slice_read_by(p, x[2], i);
     vk_range bind[9];
     uint32_t vwords[3];
@@ -234,19 +232,19 @@ static rlx_status recurrent_ew(rlx_program *p, rlx_node i, uint32_t op, rlx_node
 }
 
 rlx_status vk_lower_DELTA_GATE(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i)) return NULL;
+    if (vk_absorbed(p, i)) return NULL;
     return recurrent_ew(p, i, REW_DELTA_GATE, node(p, i)->info.in[1], node(p, i)->info.in[2], 0, 0);
 }
 
 rlx_status vk_lower_SLICE(rlx_program *p, rlx_node i) {
     const vk_node *n = node(p, i);
-    if (absorbed(p, i)) return NULL;
+    if (vk_absorbed(p, i)) return NULL;
     return recurrent_ew(p, i, REW_SLICE, RLX_NO_NODE, RLX_NO_NODE, (uint32_t)last_dim(in(p, i, 0)),
                         (uint32_t)n->info.attrs.slice_begin);
 }
 
 rlx_status vk_lower_SCALE_ROWS(rlx_program *p, rlx_node i) {
-    if (absorbed(p, i)) return NULL; /* a MoE's gated shared expert, in its down pass (vk_fuse.c fuse_moe) */
+    if (vk_absorbed(p, i)) return NULL; /* a MoE's gated shared expert, in its down pass (vk_fuse.c fuse_moe) */
     return recurrent_ew(p, i, REW_SCALE_ROWS, node(p, i)->info.in[1], RLX_NO_NODE, 0, 0);
 }
 
@@ -265,4 +263,4 @@ rlx_status vk_emit_l2_norm(rlx_program *p, rlx_node at, rlx_node l2, float scale
                    push, sizeof push, rows);
 }
 
-rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i) { return absorbed(p, i) ? NULL : vk_emit_l2_norm(p, i, i, 1.0f); }
+rlx_status vk_lower_L2_NORM(rlx_program *p, rlx_node i) { return vk_absorbed(p, i) ? NULL : vk_emit_l2_norm(p, i, i, 1.0f); }
