@@ -20,7 +20,7 @@
 // goes to binding 6. Workgroups leave their maxima, the last of each TEAM of workgroups reduces
 // its team's, and the last of those the teams': the argmax has no dispatch and no stage of its own.
 // As in shaders/argmax.comp, NaN is read as +inf and an infinite maximum gives -1 (ir/ops.def).
-// EXPERTS (a MoE FFN in decode, runtime/vk_lower.c emit_moe; NX 1; bits): the routed experts' rows
+// EXPERTS (a MoE FFN in decode, runtime/vk_lower_moe.c moe_matvec; NX 1; bits): the routed experts' rows
 // take this kernel's loads instead of a per-value decode. Slot s of x row c is the s-th expert that
 // route row c (binding 7) routes to (nonzero weight, in index order: shaders/moe_mv.comp's slots);
 // each subgroup finds the experts it needs itself, a round trip to L2 but no barrier before the
@@ -73,7 +73,7 @@ layout(constant_id = 7) const uint GATE = 0; // 1: rows R / 2.. are gate rows (b
 layout(constant_id = 8) const uint POST = 0; // 1: a norm's factor, 2: ARGMAX; see above
 layout(constant_id = 9) const uint UNR_PLAIN = 2; // units per thread and trip for F32, F16, BF16
 layout(constant_id = 10) const uint WARM = 0; // 1: read the cache rows at bindings 9 and 10, see above
-layout(constant_id = 11) const uint EXPERTS = 0; // 1: rows chosen through the route (binding 3), see above
+layout(constant_id = 11) const uint EXPERTS = 0; // bits: rows chosen through the route (binding 7), see above
 #define EPI_NONE 0u
 #define EPI_ADD 1u      // out = aux + dot (residual add fused in)
 #define EPI_SILU_MUL 2u // out = silu(aux) * dot (gated FFN: aux is the gate projection; under GATE, the gate rows)
