@@ -33,7 +33,7 @@
  *                                         in deterministic mode)
  *   RLX_VK_FAULT=oom:N|lost:N|lost-wait:N an injected fault: the Nth device-memory allocation or
  *                                         submit fails (vk_fault.h; tests and robustness checks)
- *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW / _SPLIT_KEYS / _KB, RLX_VK_COOPMAT_TM / _DEPTH, RLX_VK_MOE_TM
+ *   RLX_VK_MATVEC_*, RLX_VK_ATTN_GW / _SPLIT_KEYS / _KB / _LPK, RLX_VK_COOPMAT_TM / _DEPTH, RLX_VK_MOE_TM
  *                                         tuning knobs, each a power of two in a range
  *                                         (vk_options.c; docs/ARCHITECTURE.md)
  *   RLX_VK_WAIT=poll|block                how a submit waits for its fence: sleep, then poll (the

@@ -757,15 +757,18 @@ static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range
     return NULL;
 }
 
-/* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, blocks
- * of 8 keys, 4 head dims per lane: heads of 128 on subgroups of 32), else attention_step.comp. */
+/* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, 8 keys
+ * per lane group and block, 8 head dims per lane in loads of 4: heads of 128 on a GPU's F16 pools,
+ * 16 lanes per key, and heads of 64 on lavapipe's, 8 lanes per key), else attention_step.comp. */
 static rlx_vk_kernel attention_step_kernel(const rlx_program *p, rlx_node pool, const uint32_t *spec) {
     bool fixed = spec[RLX_VK_SPEC(attention_step, GW)] == 1 && spec[RLX_VK_SPEC(attention_step, KB)] == 8 &&
-                 spec[RLX_VK_SPEC(attention_step, EPL)] == 4 && spec[RLX_VK_SPEC(attention_step, EPV)] == 4;
+                 spec[RLX_VK_SPEC(attention_step, EPL)] == 8 && spec[RLX_VK_SPEC(attention_step, EPV)] == 8 &&
+                 spec[RLX_VK_SPEC(attention_step, VEC)] == 4;
     return kv_kernel(p, pool, fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step);
 }
 
-/* attention_step.comp extends attention.comp: its first bindings and spec constants are attention's. */
+/* attention_step.comp extends attention.comp: its first bindings and spec constants are attention's
+ * (but for LPK and VEC, which come after its own: emit_attention_step moves them). */
 #define SAME_ATTN_BIND(name) (RLX_VK_BIND(attention, name) == RLX_VK_BIND(attention_step, name))
 #define SAME_ATTN_SPEC(name) (RLX_VK_SPEC(attention, name) == RLX_VK_SPEC(attention_step, name))
 _Static_assert(SAME_ATTN_BIND(Q) && SAME_ATTN_BIND(K) && SAME_ATTN_BIND(V) && SAME_ATTN_BIND(OUT) &&
@@ -796,6 +799,9 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
     if (r->n_rot == 0) /* no angle is read */
         b[RLX_VK_BIND(attention_step, Q_TURNS)] = b[RLX_VK_BIND(attention_step, K_TURNS)] =
             b[RLX_VK_BIND(attention_step, Q)];
+    uint32_t lpk = spec[RLX_VK_SPEC(attention, LPK)], vec = spec[RLX_VK_SPEC(attention, VEC)];
+    spec[RLX_VK_SPEC(attention_step, LPK)] = lpk;
+    spec[RLX_VK_SPEC(attention_step, VEC)] = vec;
     spec[RLX_VK_SPEC(attention_step, ROPE)] = r->layout == RLX_ROPE_LAYOUT_NEOX ? 2 : 1;
     spec[RLX_VK_SPEC(attention_step, QK_NORM)] = vk_rope_norm(p, qr) != RLX_NO_NODE;
     spec[RLX_VK_SPEC(attention_step, PD)] = dh > dv ? dh : dv;
@@ -815,8 +821,9 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
 
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
  * wg_row invocations (more subgroups walking keys side by side), on a CPU device at least as wide as
- * Dv; the lanes' shares of the head dims planned for the device's smallest subgroup size, and
- * blocks of keys that keep a lane's loads to about 64 values. */
+ * Dv; lanes per key and their shares of the head dims from vk_attention_lanes, and blocks of keys
+ * that keep a lane's two blocks of loads to about 64 registers (32 where keys are split; an F16
+ * unit of 4 values takes 2). */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     vk_prefill_plan plan;
     if (vk_attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
@@ -824,16 +831,16 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = vk_attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
     uint32_t dh = (uint32_t)q->info.shape.dim[2];
-    const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t gw = vk_attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits);
-    uint32_t sg_min = c->subgroup_min ? c->subgroup_min : 1;
     uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
     /* Keys per subgroup block: two blocks of K and V rows are registers. Split key ranges are short
      * walks of many workgroups, which the registers of half the keys let the device hold two of per
      * multiprocessor (8B F16 on an H200, tg128 at depth 4,096: 173.6 t/s against 154.0; depth 512:
      * 195.6 against 188.4); an unsplit walk is long, and keeps the larger blocks. */
-    uint32_t epl = ceil_div(dh, sg_min), epv = ceil_div(dv, sg_min), kb = (splits > 1 ? 32 : 64) / (epl + epv);
+    vk_attn_lanes ln = vk_attention_lanes(p, dh, dv);
+    uint32_t unit_regs = vk_kv_elem_bytes(p->s) == 2 ? 2 : 4; /* shaders/kv_type.glsl kvu_t */
+    uint32_t regs = (ln.epl + ln.epv) / ln.vec * unit_regs, kb = (splits > 1 ? 32 : 64) / regs;
     kb = rlx_vk_tuned_pow2(p->b->tuning.attn_kb, 1, 16, kb); /* RLX_VK_ATTN_KB */
     vk_range bind[5];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention, Q)]));
@@ -845,12 +852,14 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     if (splits > 1)
         bind[RLX_VK_BIND(attention, PART)] = (vk_range){
             p->arena[n->scratch_bin].buffer, p->arena[n->scratch_bin].offset + n->scratch_offset, n->scratch_bytes};
-    uint32_t spec[10] = {[RLX_VK_SPEC_WG] = wg,
+    uint32_t spec[12] = {[RLX_VK_SPEC_WG] = wg,
                          [RLX_VK_SPEC(attention, GW)] = gw,
                          [RLX_VK_SPEC(attention, SPLIT)] = splits > 1,
                          [RLX_VK_SPEC(attention, KB)] = kb ? kb : 1,
-                         [RLX_VK_SPEC(attention, EPL)] = epl,
-                         [RLX_VK_SPEC(attention, EPV)] = epv,
+                         [RLX_VK_SPEC(attention, EPL)] = ln.epl,
+                         [RLX_VK_SPEC(attention, EPV)] = ln.epv,
+                         [RLX_VK_SPEC(attention, LPK)] = ln.lpk,
+                         [RLX_VK_SPEC(attention, VEC)] = ln.vec,
                          [RLX_VK_SPEC(attention, DPT)] = (uint32_t)ceil_div(dv, wg),
                          [RLX_VK_SPEC(attention, PAGED)] = vk_reads_pool(p, n->info.in[1])};
     uint32_t push[13] = {(uint32_t)rows,

@@ -145,6 +145,14 @@ uint32_t vk_attention_splits(const rlx_program *p, rlx_node i);
 /* Query heads per attention workgroup. */
 uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits);
 
+/* How shaders/attention.glsl's lanes take a key: lpk lanes per key, each with epl K and epv V dims
+ * in load units of vec elements. */
+typedef struct vk_attn_lanes {
+    uint32_t lpk, epl, epv, vec;
+} vk_attn_lanes;
+
+vk_attn_lanes vk_attention_lanes(const rlx_program *p, uint32_t dh, uint32_t dv);
+
 /* shaders/attention_prefill.comp's spec D (64, 128 or 256: the head sizes rounded up) and BKV (keys
  * per block: 32, or 16 where 32 do not fit the shared memory); its query rows per workgroup, BQ,
  * follow from D. */

@@ -6,17 +6,22 @@
 // sequence (common.glsl rlx_page_row: one load of the page table per key, from a small buffer
 // every lane reads alike); else k and v are this run's rows, key j row j, and pos = n_past + i.
 //
-// Flash decoding inside the workgroup: each subgroup walks its own keys, blocks of KB neighbours
+// Flash decoding inside the workgroup: each subgroup walks its own keys, blocks of KB x G neighbours
 // dealt out in turn, with its own online softmax (running max m, sum l, accumulators acc rescaled
-// per block); its lanes split the head dims (EPL of K, EPV of V each), so a key's score is a few
-// loads per lane and one subgroupAdd, and a block's K and V rows are one memory round trip. No
-// barrier until the end, where the subgroups' (m, l, acc) meet in shared memory. (Walking all keys
+// per block). A subgroup is G = subgroup size / LPK groups of LPK lanes; each group takes KB keys of
+// the block, and its lanes split the head dims (EPL of K, EPV of V each, in units of VEC
+// consecutive elements, one load each: lane u's unit x holds dims ((x LPK + u) VEC ...+ VEC), so a
+// unit of the group's lanes is one contiguous run of the row), so a key's score is a few loads per
+// lane and a sum over LPK lanes (log2 LPK shuffles, for G keys at once), and a block's K and V rows
+// are one memory round trip. Few lanes per key keep the sums' shuffles, the loads and their
+// addresses per key few (8B F16 at depth 4,096 on an H200: see docs/PERFORMANCE.md); the groups'
+// (m, l, acc) merge at the end of the walk (shuffles), and the subgroups' meet in shared memory, the
+// only barrier. (Walking all keys
 // in chunks shared by the whole workgroup costs two barriers and a serial softmax per chunk, which
 // at decode's few query rows leaves the kernel waiting on barriers rather than on memory.)
 // SPLIT (long contexts, few query rows): the visible keys are cut into `splits` ranges, one
 // workgroup each, which write their unnormalised partial (max, sum, acc[Dv]) for attn_combine.comp.
-// EPL and EPV are planned for the device's smallest subgroup size, so any size it runs covers the
-// head dims.
+// LPK is at most the device's smallest subgroup size, so any size it runs holds whole groups.
 // ATTN_STEP (attention_step.comp; runtime/vk_fuse.c fuse_attention_step): one decode token, whose
 // q/k norm, RoPE and K/V cache write come into this dispatch instead of a stage of their own. Each
 // workgroup turns its GW query heads and the new key into shared memory (a subgroup per head, as
@@ -33,20 +38,33 @@
 #include "kv_type.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 
 #ifdef ATTN_FIXED
 // attention_step_fixed.comp: the usual decode plan (runtime/vk_lower.c attention_step_kernel) as
 // constants of the source, where the driver sizes the arrays and unrolls the loops before it
 // allocates registers (with specialization constants it may allocate for the general case). The
-// host specializes both kernels alike; Vulkan ignores the entries of ids 1 and 3-5, which this one
-// does not declare.
-const uint GW = 1u, KB = 8u, EPL = 4u, EPV = 4u;
+// host specializes both kernels alike; Vulkan ignores the entries of ids 1, 3-5 and 11, which this
+// one does not declare.
+const uint GW = 1u, KB = 8u, EPL = 8u, EPV = 8u, VEC = 4u; // runtime/vk_lower.c attention_step_kernel
 #else
 layout(constant_id = 1) const uint GW = 1;    // query heads per workgroup (a divisor of H / H_kv)
 layout(constant_id = 3) const uint KB = 8;    // keys per subgroup block
 layout(constant_id = 4) const uint EPL = 4;   // K dims per lane (ceil(dh / smallest subgroup size))
 layout(constant_id = 5) const uint EPV = 4;   // V dims per lane
 #endif
+// Lanes per key (a power of 2, at most the smallest subgroup size); elements per load unit: 1, 2 or
+// 4 (dividing dh, dv, EPL and EPV). Ids 8 and 9, or 10 and 11 after ATTN_STEP's.
+#ifdef ATTN_STEP
+layout(constant_id = 10) const uint LPK = 32;
+#ifndef ATTN_FIXED
+layout(constant_id = 11) const uint VEC = 1;
+#endif
+#else
+layout(constant_id = 8) const uint LPK = 32;
+layout(constant_id = 9) const uint VEC = 1;
+#endif
+const uint UL = EPL / VEC, UV = EPV / VEC;    // load units per lane of a K row, of a V row
 layout(constant_id = 2) const uint SPLIT = 0;
 #ifdef ATTN_STEP
 const uint PAGED = 1u; // the step writes the new key into the pool
@@ -70,6 +88,12 @@ layout(set = 1, binding = 1) CACHE_ACCESS buffer K { kv_t k[]; };
 layout(set = 1, binding = 2) CACHE_ACCESS buffer V { kv_t v[]; };
 layout(set = 1, binding = 3) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT: [(i H + h) splits + s][Dv + 2]
+// The caches again, in load units of 4 and 2 elements (VEC); the walk reads only these, or k and v
+// where VEC is 1.
+layout(set = 1, binding = 1) readonly buffer K4 { kvu_t k4[]; };
+layout(set = 1, binding = 2) readonly buffer V4 { kvu_t v4[]; };
+layout(set = 1, binding = 1) readonly buffer K2 { kv2u_t k2[]; };
+layout(set = 1, binding = 2) readonly buffer V2 { kv2u_t v2[]; };
 #ifdef ATTN_STEP
 layout(set = 1, binding = 5) readonly buffer KN { float knew[]; }; // the token's K rows [H_kv, dh], before norm and RoPE
 layout(set = 1, binding = 6) readonly buffer VN { float vnew[]; }; // the token's V rows [H_kv, dv]
@@ -115,56 +139,109 @@ float met(uint g, uint d, uint ns, bool side) {
 }
 
 float qr[GW * EPL];                // this lane's share of the GW query rows
-float m[GW], l[GW], acc[GW * EPV]; // this subgroup's online softmax over its keys
+float m[GW], l[GW], acc[GW * EPV]; // this lane group's online softmax over its keys
 
 // Two blocks of KB keys' K and V rows (buffer 0 and 1): while one is scored, the other's loads are
 // in flight, and each is refilled as soon as it is scored, so that a subgroup's first two blocks
 // are loaded together before the query rows are prepared: a walk of more than one block then
 // waits for one memory round trip fewer, in the registers that one block ahead would take anyway.
-float k0[KB * EPL], v0[KB * EPV], k1[KB * EPL], v1[KB * EPV];
+kvu_t k0[KB * UL], v0[KB * UV], k1[KB * UL], v1[KB * UV];
 
 uint pages; // PAGED: where the query row's page table starts (rlx_pages_of)
 
 // The row of k and v holding key j.
 uint key_row(uint j) { return PAGED != 0u ? rlx_page_row(pages, j) : j; }
 
-// Issues the loads of the KB keys from j0 into buffer b (rows past hi repeat row hi); b is a
-// constant wherever this is inlined, so no branch remains.
+// Lane u's (u = lane % LPK) element i of its unit x, in a row of n elements: its dim (n or more:
+// none), and where its unit starts (clamped into the row, so every load is in bounds).
+uint unit_dim(uint x, uint i) { return ((x * LPK + gl_SubgroupInvocationID % LPK) * VEC) + i; }
+uint unit_at(uint x, uint n) { return min(unit_dim(x, 0u), n - VEC); }
+
+kvu_t load_k(uint at) {
+    if (VEC == 4u) return k4[at >> 2u];
+    if (VEC == 2u) return kvu_of2(k2[at >> 1u]);
+    return kvu_of1(k[at]);
+}
+
+kvu_t load_v(uint at) {
+    if (VEC == 4u) return v4[at >> 2u];
+    if (VEC == 2u) return kvu_of2(v2[at >> 1u]);
+    return kvu_of1(v[at]);
+}
+
+// x summed over the LPK lanes of each group (every lane of the group gets it).
+float group_add(float x) {
+    [[unroll]] for (uint o = LPK >> 1u; o > 0u; o >>= 1u) x += subgroupShuffleXor(x, o);
+    return x;
+}
+
+// Issues the loads of this lane group's KB keys of the block from j0 into buffer b (rows past hi
+// repeat row hi); b is a constant wherever this is inlined, so no branch remains.
 void load_block(uint j0, uint hi, uint kvh, uint kv_row, bool b) {
-    uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize;
+    uint first = j0 + (gl_SubgroupInvocationID / LPK) * KB;
     [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
-        uint row = key_row(min(j0 + kb, hi)) * kv_row + kvh;
-        [[unroll]] for (uint e = 0u; e < EPL; e++) {
-            float x = float(k[row * p.dh + min(lane + e * sgs, p.dh - 1u)]);
-            if (b) k1[kb * EPL + e] = x; else k0[kb * EPL + e] = x;
+        uint row = key_row(min(first + kb, hi)) * kv_row + kvh;
+        [[unroll]] for (uint x = 0u; x < UL; x++) {
+            kvu_t w = load_k(row * p.dh + unit_at(x, p.dh));
+            if (b) k1[kb * UL + x] = w; else k0[kb * UL + x] = w;
         }
-        [[unroll]] for (uint e = 0u; e < EPV; e++) {
-            float x = float(v[row * p.dv + min(lane + e * sgs, p.dv - 1u)]);
-            if (b) v1[kb * EPV + e] = x; else v0[kb * EPV + e] = x;
+        [[unroll]] for (uint x = 0u; x < UV; x++) {
+            kvu_t w = load_v(row * p.dv + unit_at(x, p.dv));
+            if (b) v1[kb * UV + x] = w; else v0[kb * UV + x] = w;
         }
     }
 }
 
-// The block in buffer b from j0 (keys past hi are masked): scores, then the online update.
+// The group's keys of the block in buffer b from j0 (keys past hi are masked): scores, then the
+// online update. A key's K units are converted once for all GW heads, and so are its V units.
 void attend_block(uint j0, uint hi, bool b) {
-    [[unroll]] for (uint g = 0u; g < GW; g++) {
-        float sc[KB], mc = m[g];
-        [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
+    uint first = j0 + (gl_SubgroupInvocationID / LPK) * KB;
+    float sc[GW * KB];
+    [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
+        float kf[EPL];
+        [[unroll]] for (uint x = 0u; x < UL; x++)
+            [[unroll]] for (uint i = 0u; i < VEC; i++) kf[x * VEC + i] = kvu_get(b ? k1[kb * UL + x] : k0[kb * UL + x], i);
+        [[unroll]] for (uint g = 0u; g < GW; g++) {
             float dot = 0.0; // qr is 0 past dh
-            [[unroll]] for (uint e = 0u; e < EPL; e++) dot += qr[g * EPL + e] * (b ? k1[kb * EPL + e] : k0[kb * EPL + e]);
-            sc[kb] = j0 + kb <= hi ? subgroupAdd(dot) * p.scale : -1.0 / 0.0;
-            mc = max(mc, sc[kb]);
+            [[unroll]] for (uint e = 0u; e < EPL; e++) dot += qr[g * EPL + e] * kf[e];
+            sc[g * KB + kb] = first + kb <= hi ? group_add(dot) * p.scale : -1.0 / 0.0;
         }
-        float corr = exp(m[g] - mc); // 0 on the first block (m = -inf); key j0 is visible, so mc is finite
+    }
+    [[unroll]] for (uint g = 0u; g < GW; g++) {
+        float mc = m[g];
+        [[unroll]] for (uint kb = 0u; kb < KB; kb++) mc = max(mc, sc[g * KB + kb]);
+        // the group's keys may all be masked (mc -inf: nothing changes); else corr is 0 on its first keys
+        float corr = mc > -1.0 / 0.0 ? exp(m[g] - mc) : 1.0;
         l[g] *= corr;
         [[unroll]] for (uint e = 0u; e < EPV; e++) acc[g * EPV + e] *= corr;
         [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
-            float pj = exp(sc[kb] - mc);
-            l[g] += pj;
-            [[unroll]] for (uint e = 0u; e < EPV; e++) acc[g * EPV + e] += pj * (b ? v1[kb * EPV + e] : v0[kb * EPV + e]);
+            float s = sc[g * KB + kb];
+            sc[g * KB + kb] = s > -1.0 / 0.0 ? exp(s - mc) : 0.0;
+            l[g] += sc[g * KB + kb];
         }
         m[g] = mc;
     }
+    [[unroll]] for (uint kb = 0u; kb < KB; kb++) {
+        float vf[EPV];
+        [[unroll]] for (uint x = 0u; x < UV; x++)
+            [[unroll]] for (uint i = 0u; i < VEC; i++) vf[x * VEC + i] = kvu_get(b ? v1[kb * UV + x] : v0[kb * UV + x], i);
+        [[unroll]] for (uint g = 0u; g < GW; g++)
+            [[unroll]] for (uint e = 0u; e < EPV; e++) acc[g * EPV + e] += sc[g * KB + kb] * vf[e];
+    }
+}
+
+// The G lane groups of each subgroup merge their (m, l, acc): pairs of groups o lanes apart swap
+// theirs and both keep the same sum, so afterwards every group holds the subgroup's.
+void merge_groups() {
+    for (uint o = LPK; o < gl_SubgroupSize; o <<= 1u)
+        [[unroll]] for (uint g = 0u; g < GW; g++) {
+            float mo = subgroupShuffleXor(m[g], o), lo = subgroupShuffleXor(l[g], o), mn = max(m[g], mo);
+            float wa = m[g] > -1.0 / 0.0 ? exp(m[g] - mn) : 0.0, wb = mo > -1.0 / 0.0 ? exp(mo - mn) : 0.0;
+            l[g] = l[g] * wa + lo * wb;
+            [[unroll]] for (uint e = 0u; e < EPV; e++)
+                acc[g * EPV + e] = acc[g * EPV + e] * wa + subgroupShuffleXor(acc[g * EPV + e], o) * wb;
+            m[g] = mn;
+        }
 }
 
 #ifdef ATTN_STEP
@@ -235,7 +312,7 @@ void main() {
         lo = first;
     }
     uint kvh = h0 / (p.heads / p.kv_heads), kv_row = p.kv_heads;
-    uint lane = gl_SubgroupInvocationID, sgs = gl_SubgroupSize, sg = gl_SubgroupID, ns = gl_NumSubgroups;
+    uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, ns = gl_NumSubgroups;
 
     [[unroll]] for (uint g = 0u; g < GW; g++) {
         m[g] = -1.0 / 0.0;
@@ -249,7 +326,8 @@ void main() {
 #else
     bool walk = lo <= hi;
 #endif
-    uint j0 = lo + sg * KB, step = ns * KB;
+    uint keys = KB * (gl_SubgroupSize / LPK); // a subgroup's block
+    uint j0 = lo + sg * keys, step = ns * keys;
     walk = walk && j0 <= hi; // this subgroup has keys to walk
     // The cache rows walked were written by earlier dispatches, so their first blocks' loads go out
     // before the query rows are read and prepared: the cache's round trip overlaps the preparation.
@@ -266,27 +344,28 @@ void main() {
     }
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
-            uint d = lane + e * sgs;
+            uint d = unit_dim(e / VEC, e % VEC);
             qr[g * EPL + e] = d < p.dh ? prep[g * PD + d] : 0.0;
         }
-    if (has_new && sg == 0u)
+    if (has_new && sg == 0u) // every group scores it (the sums span a group); group 0 keeps it
         [[unroll]] for (uint g = 0u; g < GW; g++) {
             float dot = 0.0;
-            [[unroll]] for (uint e = 0u; e < EPL; e++) {
-                uint d = lane + e * sgs;
-                dot += qr[g * EPL + e] * prep[GW * PD + min(d, p.dh - 1u)]; // qr is 0 past dh
-            }
-            m[g] = subgroupAdd(dot) * p.scale;
-            l[g] = 1.0;
-            [[unroll]] for (uint e = 0u; e < EPV; e++) {
-                uint d = lane + e * sgs;
-                acc[g * EPV + e] = d < p.dv ? prep[(GW + 1u) * PD + d] : 0.0;
+            [[unroll]] for (uint e = 0u; e < EPL; e++) // qr is 0 past dh
+                dot += qr[g * EPL + e] * prep[GW * PD + min(unit_dim(e / VEC, e % VEC), p.dh - 1u)];
+            dot = group_add(dot) * p.scale;
+            if (lane < LPK) {
+                m[g] = dot;
+                l[g] = 1.0;
+                [[unroll]] for (uint e = 0u; e < EPV; e++) {
+                    uint d = unit_dim(e / VEC, e % VEC);
+                    acc[g * EPV + e] = d < p.dv ? prep[(GW + 1u) * PD + d] : 0.0;
+                }
             }
         }
 #else
     [[unroll]] for (uint g = 0u; g < GW; g++)
         [[unroll]] for (uint e = 0u; e < EPL; e++) {
-            uint d = lane + e * sgs;
+            uint d = unit_dim(e / VEC, e % VEC);
             qr[g * EPL + e] = d < p.dh ? q[((i * p.heads + h0 + g) * p.dh) + d] : 0.0;
         }
 #endif
@@ -299,6 +378,7 @@ void main() {
             attend_block(j0 + step, hi, true);
             if (j0 + 3u * step <= hi) load_block(j0 + 3u * step, hi, kvh, kv_row, true);
         }
+    merge_groups(); // every lane of the subgroup, walking or not (the shuffles read partners)
 
     // The subgroups meet: the overall max M, each subgroup's weight e^(m - M) (0 for one that saw
     // no key), its weighted sum, then its weighted acc: side by side in subs where all fit (one
@@ -318,11 +398,12 @@ void main() {
     }
     if (subgroupElect())
         [[unroll]] for (uint g = 0u; g < GW; g++) sl[g * WG + sg] = l[g] * wsub[g];
+    // group 0's lanes hold the subgroup's acc (merge_groups); their dims cover dv once
     if (side) {
         [[unroll]] for (uint g = 0u; g < GW; g++)
             [[unroll]] for (uint e = 0u; e < EPV; e++) {
-                uint d = lane + e * sgs;
-                if (d < p.dv) subs[(sg * GW + g) * p.dv + d] = acc[g * EPV + e] * wsub[g];
+                uint d = unit_dim(e / VEC, e % VEC);
+                if (lane < LPK && d < p.dv) subs[(sg * GW + g) * p.dv + d] = acc[g * EPV + e] * wsub[g];
             }
         barrier();
     } else
@@ -330,8 +411,8 @@ void main() {
             if (s == sg)
                 [[unroll]] for (uint g = 0u; g < GW; g++)
                     [[unroll]] for (uint e = 0u; e < EPV; e++) {
-                        uint d = lane + e * sgs;
-                        if (d < p.dv) so[g * DPT * WG + d] += acc[g * EPV + e] * wsub[g];
+                        uint d = unit_dim(e / VEC, e % VEC);
+                        if (lane < LPK && d < p.dv) so[g * DPT * WG + d] += acc[g * EPV + e] * wsub[g];
                     }
             barrier();
         }

@@ -16,3 +16,21 @@
 #define kv_round(x) (x)
 #endif
 #define kv_store(x) kv_t(x)
+
+// A load unit of a pool row (attention.glsl VEC): up to 4 consecutive elements as they are in memory,
+// 4 halves in a uvec2 (converted as they are used, so a unit of F16 takes 2 registers, not 4) or 4
+// floats; a unit of VEC < 4 elements fills its first ones. kvu_get(u, i) is element i (a constant
+// once unrolled).
+#ifdef RLX_KV_F16
+#define kvu_t uvec2
+#define kv2u_t uint
+float kvu_get(uvec2 u, uint i) { return i < 2u ? unpackHalf2x16(u.x)[i] : unpackHalf2x16(u.y)[i - 2u]; }
+uvec2 kvu_of2(uint x) { return uvec2(x, 0u); }
+#define kvu_of1(x) uvec2(packHalf2x16(vec2(float(x), 0.0)), 0u) // exact: x is a half
+#else
+#define kvu_t vec4
+#define kv2u_t vec2
+float kvu_get(vec4 u, uint i) { return u[i]; }
+vec4 kvu_of2(vec2 x) { return vec4(x, 0.0, 0.0); }
+vec4 kvu_of1(float x) { return vec4(x, 0.0, 0.0, 0.0); }
+#endif

@@ -34,6 +34,7 @@ static const knob_case cases[] = {
     {"RLX_VK_ATTN_GW", {"8", "3", "0", "one"}, {"1", "4"}},
     {"RLX_VK_ATTN_SPLIT_KEYS", {"8", "100", "8192", "x"}, {"16", "4096"}},
     {"RLX_VK_ATTN_KB", {"32", "3", "0", "x"}, {"1", "16"}},
+    {"RLX_VK_ATTN_LPK", {"128", "12", "0", "x"}, {"1", "64"}},
     {"RLX_VK_COOPMAT_TM", {"32", "256", "96", "0"}, {"64", "128"}},
     {"RLX_VK_COOPMAT_DEPTH", {"4", "3", "0", "deep"}, {"1", "2"}},
     {"RLX_VK_COOPMAT_BK", {"16", "256", "96", "0"}, {"32", "128"}},

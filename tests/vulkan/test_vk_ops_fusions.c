@@ -409,6 +409,23 @@ void test_kv_fusions(void) {
         kv_fusion_case(&gqa4, false);
         attention_cached(8, 2, 64, 0, 1, 96);
     }
+    /* Lanes per key (RLX_VK_ATTN_LPK): one lane a key (a subgroup of 8 walks 8 keys side by side),
+     * two, and 8 (heads of 64 the whole subgroup on lavapipe), on decode with and without key
+     * splits and a window, and a few query rows. */
+    static const uint32_t lpk[] = {1, 2, 8};
+    static const kv_case split = {true, false, 1, 4, 2, 64, 64, 300, 48, 0, RLX_ROPE_LAYOUT_NEOX};
+    static const kv_case odd = {true, true, 1, 6, 2, 10, 7, 24, 6, 4, RLX_ROPE_LAYOUT_NORMAL};
+    for (size_t i = 0; i < 3; i++) {
+        o = g_opts;
+        o.attn_lpk = lpk[i];
+        vkt_set_options(g_vk, &o);
+        printf("  RLX_VK_ATTN_LPK=%u:\n", lpk[i]);
+        kv_fusion_case(&gqa4, false);
+        kv_fusion_case(&split, false);
+        kv_fusion_case(&odd, false);
+        attention_cached(4, 2, 64, 0, 1, 1100);
+        attention_cached(4, 4, 32, 100, 3, 2000);
+    }
     vkt_set_options(g_vk, &g_opts);
 }
 
