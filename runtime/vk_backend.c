@@ -344,10 +344,11 @@ rlx_status rlx_backend_vulkan_create_with(const rlx_vk_options *o, rlx_backend *
     rlx_vk_fault_arm_first(o->fault, o->fault_at);
     rlx_status s = rlx_vk_device_open_with(o, &b->dev);
     if (s) s = rlx_status_annotate(s, "vulkan backend");
-    /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size) */
-    if (!s && !b->dev->caps->subgroup_arithmetic)
-        s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s lacks subgroup arithmetic in compute shaders",
-                       b->dev->caps->name);
+    /* shaders/reduce.glsl reduces with subgroup arithmetic (any subgroup size), attention.glsl with
+     * shuffles too */
+    if (!s && (!b->dev->caps->subgroup_arithmetic || !b->dev->caps->subgroup_shuffle))
+        s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s lacks subgroup %s in compute shaders",
+                       b->dev->caps->name, !b->dev->caps->subgroup_arithmetic ? "arithmetic" : "shuffles");
     if (!s && b->dev->caps->max_stage_buffers < rlx_vk_kernels_max_buffers())
         s = rlx_errorf(RLX_ERR_UNSUPPORTED, "vulkan backend: device %s binds %u storage buffers per compute shader, the "
                        "kernels need %u", b->dev->caps->name, b->dev->caps->max_stage_buffers, rlx_vk_kernels_max_buffers());

@@ -250,6 +250,8 @@ static void snapshot_properties(VkPhysicalDevice phys, rlx_vk_caps *c, bool size
     c->subgroup_max = scp.maxSubgroupSize ? scp.maxSubgroupSize : sg.subgroupSize;
     c->subgroup_arithmetic = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                              (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    c->subgroup_shuffle = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     c->max_storage_range = l->maxStorageBufferRange;
     c->storage_align = l->minStorageBufferOffsetAlignment;
     c->atom_size = l->nonCoherentAtomSize;
@@ -427,8 +429,9 @@ void rlx_vk_caps_format(const rlx_vk_caps *c, char *buf, size_t size) {
     put(buf, size, &u, " | fp16 %s bf16 %s int8 %s fp64 %s storage16 %s storage8 %s", c->fp16 ? "yes" : "no",
         c->bf16 ? "yes" : "no", c->int8 ? "yes" : "no", c->fp64 ? "yes" : "no", c->storage16 ? "yes" : "no",
         c->storage8 ? "yes" : "no");
-    put(buf, size, &u, " | subgroup %u (%u..%u, size control %s, arithmetic %s)", c->subgroup_size, c->subgroup_min,
-        c->subgroup_max, c->subgroup_size_control ? "yes" : "no", c->subgroup_arithmetic ? "yes" : "no");
+    put(buf, size, &u, " | subgroup %u (%u..%u, size control %s, arithmetic %s, shuffle %s)", c->subgroup_size,
+        c->subgroup_min, c->subgroup_max, c->subgroup_size_control ? "yes" : "no",
+        c->subgroup_arithmetic ? "yes" : "no", c->subgroup_shuffle ? "yes" : "no");
     put(buf, size, &u, " | coopmat %s%s", c->coopmat_khr ? "KHR" : c->coopmat_nv ? "NV" : "none",
         c->coopmat_f16 ? " (matmul_coop)" : "");
     for (uint32_t i = 0; i < c->n_coopmat; i++)

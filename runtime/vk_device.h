@@ -50,6 +50,7 @@ typedef struct rlx_vk_caps {
     uint32_t subgroup_size, subgroup_min, subgroup_max;
     bool subgroup_size_control;
     bool subgroup_arithmetic; /* arithmetic subgroup ops in compute shaders */
+    bool subgroup_shuffle;    /* subgroup shuffles in compute shaders (shaders/attention.glsl) */
 
     /* cooperative matrices */
     bool coopmat_khr;      /* VK_KHR_cooperative_matrix present */
