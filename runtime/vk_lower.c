@@ -757,12 +757,12 @@ static rlx_status step_side(rlx_program *p, rlx_node rope, vk_range *x, vk_range
     return NULL;
 }
 
-/* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, 8 keys
- * per lane group and block, 8 head dims per lane in loads of 4: heads of 128 on a GPU's F16 pools,
- * 16 lanes per key, and heads of 64 on lavapipe's, 8 lanes per key), else attention_step.comp. */
+/* attention_step_fixed.comp where the plan is the one it fixes (one query head per workgroup, blocks
+ * of 8 keys, 4 head dims per lane in one load: heads of 128 on subgroups of 32, of 32 on lavapipe's
+ * 8), else attention_step.comp. */
 static rlx_vk_kernel attention_step_kernel(const rlx_program *p, rlx_node pool, const uint32_t *spec) {
     bool fixed = spec[RLX_VK_SPEC(attention_step, GW)] == 1 && spec[RLX_VK_SPEC(attention_step, KB)] == 8 &&
-                 spec[RLX_VK_SPEC(attention_step, EPL)] == 8 && spec[RLX_VK_SPEC(attention_step, EPV)] == 8 &&
+                 spec[RLX_VK_SPEC(attention_step, EPL)] == 4 && spec[RLX_VK_SPEC(attention_step, EPV)] == 4 &&
                  spec[RLX_VK_SPEC(attention_step, VEC)] == 4;
     return kv_kernel(p, pool, fixed ? RLX_VK_KERNEL_attention_step_fixed : RLX_VK_KERNEL_attention_step);
 }
@@ -822,8 +822,7 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
 /* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
  * wg_row invocations (more subgroups walking keys side by side), on a CPU device at least as wide as
  * Dv; lanes per key and their shares of the head dims from vk_attention_lanes, and blocks of keys
- * that keep a lane's two blocks of loads to about 64 registers (32 where keys are split; an F16
- * unit of 4 values takes 2). */
+ * that keep a lane's loads to about 64 values (32 where keys are split). */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     vk_prefill_plan plan;
     if (vk_attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
@@ -839,8 +838,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
      * multiprocessor (8B F16 on an H200, tg128 at depth 4,096: 173.6 t/s against 154.0; depth 512:
      * 195.6 against 188.4); an unsplit walk is long, and keeps the larger blocks. */
     vk_attn_lanes ln = vk_attention_lanes(p, dh, dv);
-    uint32_t unit_regs = vk_kv_elem_bytes(p->s) == 2 ? 2 : 4; /* shaders/kv_type.glsl kvu_t */
-    uint32_t regs = (ln.epl + ln.epv) / ln.vec * unit_regs, kb = (splits > 1 ? 32 : 64) / regs;
+    uint32_t kb = (splits > 1 ? 32 : 64) / (ln.epl + ln.epv);
     kb = rlx_vk_tuned_pow2(p->b->tuning.attn_kb, 1, 16, kb); /* RLX_VK_ATTN_KB */
     vk_range bind[5];
     RLX_TRY(vk_f32_range(p, n->info.in[0], &bind[RLX_VK_BIND(attention, Q)]));

@@ -38,8 +38,6 @@
 /* ... by default where keys are split: each workgroup's walk is long anyway, and its heads share it */
 #define ATTN_DEFAULT_GW 2
 
-#define ATTN_LANE_DIMS 8        /* head dims per lane of decode attention, about */
-
 /* ---- prefill matmuls: the tiled and cooperative kernels ---- */
 
 /* RLX_VK_COOPMAT (the backend's tuning, runtime/vk_options.h) picks how prefill matmuls use the
@@ -433,17 +431,17 @@ uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, 
     return 1;
 }
 
-/* Lanes per key: as few as keep a lane's share of the head at about ATTN_LANE_DIMS dims (a power of
- * two, at most the smallest subgroup size, or RLX_VK_ATTN_LPK up to it), so a key's score sums over
- * few lanes, and a subgroup walks subgroup / lpk keys side by side. Loads of 4 elements where the
- * head sizes allow (a lane's share rounded up to whole units; dims past the head are not used),
- * else of 2 or 1. Not a function of the row count: deterministic mode gets one plan for every
- * bucket. */
+/* Lanes per key: the device's smallest subgroup, or RLX_VK_ATTN_LPK (a power of two up to it), so
+ * that a subgroup walks subgroup / lpk keys side by side. Fewer lanes per key mean fewer shuffles
+ * per key but more registers per lane, and were slower on an H100 (8B F16, tg64 at depth 4,096:
+ * 121.6 t/s at 8 lanes, 121.7 at 16, 148.2 at 32; at depth 512: 134.6, 147.4, 159.9). Loads of 4
+ * elements where the head sizes allow (a lane's share rounded up to whole units; dims past the head
+ * are not used), else of 2 or 1. Not a function of the row count: deterministic mode gets one plan
+ * for every bucket. */
 vk_attn_lanes vk_attention_lanes(const rlx_program *p, uint32_t dh, uint32_t dv) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint32_t sg_min = c->subgroup_min ? c->subgroup_min : 1, d = dh > dv ? dh : dv, lpk = 1;
-    while (lpk < sg_min && (d + lpk - 1) / lpk > ATTN_LANE_DIMS) lpk *= 2;
-    lpk = rlx_vk_tuned_pow2(p->b->tuning.attn_lpk, 1, sg_min, lpk); /* RLX_VK_ATTN_LPK */
+    uint32_t sg_min = c->subgroup_min ? c->subgroup_min : 1;
+    uint32_t lpk = rlx_vk_tuned_pow2(p->b->tuning.attn_lpk, 1, sg_min, sg_min); /* RLX_VK_ATTN_LPK */
     uint32_t vec = dh % 4 == 0 && dv % 4 == 0 ? 4 : dh % 2 == 0 && dv % 2 == 0 ? 2 : 1;
     uint32_t epl = (dh + lpk - 1) / lpk, epv = (dv + lpk - 1) / lpk;
     return (vk_attn_lanes){lpk, (epl + vec - 1) / vec * vec, (epv + vec - 1) / vec * vec, vec};

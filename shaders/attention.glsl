@@ -13,10 +13,9 @@
 // consecutive elements, one load each: lane u's unit x holds dims ((x LPK + u) VEC ...+ VEC), so a
 // unit of the group's lanes is one contiguous run of the row), so a key's score is a few loads per
 // lane and a sum over LPK lanes (log2 LPK shuffles, for G keys at once), and a block's K and V rows
-// are one memory round trip. Few lanes per key keep the sums' shuffles, the loads and their
-// addresses per key few (8B F16 at depth 4,096 on an H200: see docs/PERFORMANCE.md); the groups'
-// (m, l, acc) merge at the end of the walk (shuffles), and the subgroups' meet in shared memory, the
-// only barrier. (Walking all keys
+// are one memory round trip. By default LPK is the whole subgroup (G = 1: runtime/vk_plan.c
+// vk_attention_lanes says why); the groups' (m, l, acc) merge at the end of the walk (shuffles),
+// and the subgroups' meet in shared memory, the only barrier. (Walking all keys
 // in chunks shared by the whole workgroup costs two barriers and a serial softmax per chunk, which
 // at decode's few query rows leaves the kernel waiting on barriers rather than on memory.)
 // SPLIT (long contexts, few query rows): the visible keys are cut into `splits` ranges, one
@@ -46,7 +45,7 @@
 // allocates registers (with specialization constants it may allocate for the general case). The
 // host specializes both kernels alike; Vulkan ignores the entries of ids 1, 3-5 and 11, which this
 // one does not declare.
-const uint GW = 1u, KB = 8u, EPL = 8u, EPV = 8u, VEC = 4u; // runtime/vk_lower.c attention_step_kernel
+const uint GW = 1u, KB = 8u, EPL = 4u, EPV = 4u, VEC = 4u; // runtime/vk_lower.c attention_step_kernel
 #else
 layout(constant_id = 1) const uint GW = 1;    // query heads per workgroup (a divisor of H / H_kv)
 layout(constant_id = 3) const uint KB = 8;    // keys per subgroup block
