@@ -758,7 +758,8 @@ static void record_output_copy(rlx_program *p, VkCommandBuffer cb) {
 }
 
 /* A chain's parts: the input copy, one run with the step after it (submitted k times in one batch,
- * so recorded for simultaneous use), the output copy. */
+ * so recorded for simultaneous use), the output copy. Under RLX_VK_PROFILE each run of the chain
+ * resets and writes the timestamps, so those of its last run remain. */
 static rlx_status record_chain(rlx_program *p) {
     rlx_vk_device *d = p->b->dev;
     RLX_TRY(begin_cb(p, &p->cb_in, 0));
@@ -766,7 +767,7 @@ static rlx_status record_chain(rlx_program *p) {
     RLX_VK_TRY(d->vk.vkEndCommandBuffer(p->cb_in), "ending the input copy's command buffer");
     RLX_TRY(begin_cb(p, &p->cb_step, VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT));
     VkCommandBuffer cb = p->cb_step;
-    RLX_TRY(record_dispatches(p, cb, &p->run, false));
+    RLX_TRY(record_dispatches(p, cb, &p->run, p->timestamps != VK_NULL_HANDLE));
     compute_barrier(d, cb);
     RLX_TRY(record_dispatches(p, cb, &p->step, false));
     compute_barrier(d, cb);
@@ -928,8 +929,9 @@ static void print_each_dispatch(const rlx_program *p, const uint64_t *ts) {
     }
 }
 
-/* RLX_VK_PROFILE: GPU time per kernel of the last run (RLX_VK_PROFILE=2: and of every dispatch). */
-static void print_profile(const rlx_program *p) {
+/* RLX_VK_PROFILE: GPU time per kernel of the last run, of a chain of `runs` its last (RLX_VK_PROFILE=2:
+ * and of every dispatch). */
+static void print_profile(const rlx_program *p, int32_t runs) {
     rlx_vk_device *d = p->b->dev;
     size_t n = p->run.n;
     uint64_t *ts = malloc(2 * n * sizeof *ts);
@@ -947,7 +949,10 @@ static void print_profile(const rlx_program *p) {
         total += us;
     }
     double wall = (double)(ts[2 * n - 1] - ts[0]) * d->caps->timestamp_period / 1000.0;
-    fprintf(stderr, "rlx vulkan profile: %zu dispatches, %.1f us busy, %.1f us first to last\n", n, total, wall);
+    char chain[48] = "";
+    if (runs > 1) snprintf(chain, sizeof chain, " (the last of %d chained runs)", (int)runs);
+    fprintf(stderr, "rlx vulkan profile%s: %zu dispatches, %.1f us busy, %.1f us first to last\n", chain, n, total,
+            wall);
     for (int k = 0; k < RLX_VK_KERNEL_COUNT; k++)
         if (count[k])
             fprintf(stderr, "  %-14s %4d x %9.1f us\n", rlx_vk_kernel_get((rlx_vk_kernel)k)->name, count[k],
@@ -1102,7 +1107,7 @@ static rlx_status load_inputs(rlx_program *p, const rlx_run_args *a) {
 }
 
 /* Submits cbs, then turns the status words into an error or copies the outputs out. runs: how
- * many runs the batch holds, for the next wait's expectation (the profile is of single runs). */
+ * many runs the batch holds, for the next wait's expectation (the profile is of the last). */
 static rlx_status submit_and_read(rlx_program *p, const VkCommandBuffer *cbs, uint32_t n_cbs, int32_t runs,
                                   const rlx_run_args *a) {
     double took = 0.0, t0 = p->b->debug ? ms_now() : 0.0;
@@ -1111,7 +1116,7 @@ static rlx_status submit_and_read(rlx_program *p, const VkCommandBuffer *cbs, ui
     p->last_run_ms = took / runs;
     if (p->b->debug)
         fprintf(stderr, "rlx vulkan run: %d x %zu dispatches in %.2f ms\n", runs, p->run.n, ms_now() - t0);
-    if (p->timestamps && runs == 1) print_profile(p);
+    if (p->timestamps) print_profile(p, runs);
     const uint8_t *rb = p->rb.mapped;
     uint32_t st[4];
     memcpy(st, rb, sizeof st);

@@ -55,6 +55,17 @@ case "$backend" in cpu) want_name=bandwidth-cpu.json ;; *) want_name='bandwidth-
 # shellcheck disable=SC2053
 check; [[ $(basename "$cache_file") == $want_name ]] || fail "cache file $(basename "$cache_file"), want $want_name"
 echo "bandwidth cache: $cache_file"
+# RLX_VK_PROFILE times chained decode steps too: the last run of each chain, with the decode
+# kernels (the fused decode attention) and a positive busy time
+if [ "$backend" = vulkan ]; then
+  RLX_VK_PROFILE=1 bench -p 0 -n 8 -r 1
+  prof=$(grep -A64 '^rlx vulkan profile (the last of [2-8] chained runs): [0-9]* dispatches' "$tmp/err" | head -64)
+  check; [ -n "$prof" ] || fail "RLX_VK_PROFILE=1: no profile of a chain: $(grep 'vulkan profile' "$tmp/err" | head -3)"
+  check; grep -q '^  attention_step' <<<"$prof" || fail "the chain's profile names no decode attention: $prof"
+  busy=$(sed -nE '1s/.*dispatches, ([0-9.]+) us busy.*/\1/p' <<<"$prof")
+  check; awk -v b="$busy" 'BEGIN { exit !(b + 0 > 0) }' || fail "the chain's profile has no busy time: $(head -1 <<<"$prof")"
+  echo "chain profile: $(head -1 <<<"$prof")"
+fi
 
 # ---- JSON: consistency ----
 n=12
