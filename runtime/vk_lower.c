@@ -833,7 +833,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t gw = vk_attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits);
     uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
     while (wg < dv && wg < p->b->wg_row) wg *= 2;
-    /* Keys per subgroup block: two blocks of K and V rows are registers. Split key ranges are short
+    /* Keys per lane group and block: two blocks of K and V rows are registers. Split key ranges are short
      * walks of many workgroups, which the registers of half the keys let the device hold two of per
      * multiprocessor (8B F16 on an H200, tg128 at depth 4,096: 173.6 t/s against 154.0; depth 512:
      * 195.6 against 188.4); an unsplit walk is long, and keeps the larger blocks. */

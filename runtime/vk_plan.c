@@ -433,12 +433,10 @@ uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, 
 
 /* Lanes per key: the device's smallest subgroup, or RLX_VK_ATTN_LPK (a power of two up to it), so
  * that a subgroup walks subgroup / lpk keys side by side. Fewer lanes per key mean fewer shuffles
- * per key but more registers per lane, and were slower on an H100 (8B F16 at depth 4,096: tg64
- * 121.6 t/s at 8 lanes and 148.2 at 32, tg128 121.7 at 16; at depth 512 134.6, 159.9 and 147.4;
- * 64 sequences at 16: 1,976.5 against 2,572.4 before the groups). Loads of 4
- * elements where the head sizes allow (a lane's share rounded up to whole units; dims past the head
- * are not used), else of 2 or 1. Not a function of the row count: deterministic mode gets one plan
- * for every bucket. */
+ * per key but more registers per lane: slower on an H100 for heads of 128 (docs/PERFORMANCE.md,
+ * "Decode at depth"). Loads of 4 elements where the head sizes allow (a lane's share rounded up to
+ * whole units; dims past the head are not used), else of 2 or 1. Not a function of the row count:
+ * deterministic mode gets one plan for every bucket. */
 vk_attn_lanes vk_attention_lanes(const rlx_program *p, uint32_t dh, uint32_t dv) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t sg_min = c->subgroup_min ? c->subgroup_min : 1;

@@ -48,8 +48,8 @@
 const uint GW = 1u, KB = 8u, EPL = 4u, EPV = 4u, VEC = 4u; // runtime/vk_lower.c attention_step_kernel
 #else
 layout(constant_id = 1) const uint GW = 1;    // query heads per workgroup (a divisor of H / H_kv)
-layout(constant_id = 3) const uint KB = 8;    // keys per subgroup block
-layout(constant_id = 4) const uint EPL = 4;   // K dims per lane (ceil(dh / smallest subgroup size))
+layout(constant_id = 3) const uint KB = 8;    // keys per lane group and block
+layout(constant_id = 4) const uint EPL = 4;   // K dims per lane (ceil(dh / LPK), in whole units of VEC)
 layout(constant_id = 5) const uint EPV = 4;   // V dims per lane
 #endif
 // Lanes per key (a power of 2, at most the smallest subgroup size); elements per load unit: 1, 2 or

@@ -52,7 +52,7 @@ static void caps_rows(rlx_validate_report *r, const rlx_vk_caps *c) {
     cap(r, "Vulkan 1.2, compute queue", true, c->usable, "every kernel (the backend's minimum)", "Vulkan %u.%u.%u",
         VK_API_VERSION_MAJOR(c->api_version), VK_API_VERSION_MINOR(c->api_version), VK_API_VERSION_PATCH(c->api_version));
     cap(r, "subgroup arithmetic, shuffles", true, c->subgroup_arithmetic && c->subgroup_shuffle,
-        "every reduction (shaders/reduce.glsl), decode attention's lane groups (attention.glsl)",
+        "every reduction (shaders/reduce.glsl), decode attention's sums over a key's lanes (attention.glsl)",
         "arithmetic %s, shuffles %s", yes(c->subgroup_arithmetic), yes(c->subgroup_shuffle));
     uint32_t nb = rlx_vk_kernels_max_buffers();
     char need[160];
@@ -61,8 +61,7 @@ static void caps_rows(rlx_validate_report *r, const rlx_vk_caps *c) {
     cap(r, "16-bit storage", false, c->storage16, "F16 K/V pools (the default); without: F32 K/V", "%s",
         yes(c->storage16));
     cap(r, "shaderFloat16", false, c->fp16, "f16 arithmetic of the cooperative kernel", "%s", yes(c->fp16));
-    cap(r, "subgroup size", false, true,
-        "any size (kernels adapt); the fixed decode-attention plan wants 8+ (heads of 64) or 16+ (heads of 128)",
+    cap(r, "subgroup size", false, true, "any size (kernels adapt); the fixed decode-attention plan wants 8 or 32",
         "%u (min %u, max %u, control %s)", c->subgroup_size, c->subgroup_min, c->subgroup_max,
         yes(c->subgroup_size_control));
     cap(r, "cooperative matrices", false, c->coopmat_f16,
