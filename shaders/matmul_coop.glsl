@@ -54,6 +54,7 @@ layout(constant_id = 7) const uint SPLIT = 1;
 layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
 layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
 layout(set = 1, binding = 1) readonly buffer Wt4 { uvec4 w4[]; }; // the same weights, for F16 rows
+layout(set = 1, binding = 1) readonly buffer Wt2 { uvec2 w2[]; }; // and for Q4_K's quants
 layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
 layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
 layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT > 1: raw sums
@@ -90,6 +91,13 @@ const uint X_PER = TM * CPR / WG;                     // x chunks per invocation
 const uint W_CHUNKS = TN * CPR;
 const uint W_PER = W_CHUNKS > WG ? W_CHUNKS / WG : 1u;
 const uint NOUT = OROWS * TN / WG;                    // results per invocation and round
+
+// Q4_K weights are fetched in units of 16 values: 8 quant bytes of a row (one 8-byte load) give the
+// low nibbles (8 values) and the high ones (the 8 values 32 further), both sub-blocks' scales coming
+// from the block's 16-byte header (one load), instead of a decode per 8-value chunk that reads
+// each field on its own (dq8: about 9 loads). A unit's two chunks sit in one invocation, so the
+// path needs an even W_PER and k steps of whole 64-value groups (BK % 64 == 0).
+bool q4k_units() { return W_TYPE == T_Q4_K && BK % 64u == 0u && W_CHUNKS % WG == 0u && W_PER % 2u == 0u; }
 
 shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
 shared uint s_bad;
@@ -183,8 +191,42 @@ void split(vec4 a, vec4 c, uint hi_at, uint lo_at, bool lo) {
     smem[lo_at] = to_f16((a - ha) * LO_SCALE, (c - hc) * LO_SCALE);
 }
 
-// Global loads of k step `step` into ring slot `slot`: chunk c = t + i WG of each tile is 8
-// values of row c / CPR at column 8 (c % CPR); zeros past the rows, weight rows and k.
+// The weight chunk that ring entry i of this invocation holds: chunk c of a step is 8 values of
+// weight row c / CPR at column 8 (c % CPR); t + i WG, or with q4k_units() unit t + (i / 2) WG's low
+// (i even) or high nibbles: unit u is 8 quant bytes of row u / (BK / 16), 64-value group
+// (u % (BK / 16)) / 4, bytes 8 (u % 4) of the group's 32.
+uint w_chunk(uint i) {
+    if (!q4k_units()) return t + i * WG;
+    uint u = t + (i / 2u) * WG, v = u % (BK / 16u);
+    return (u / (BK / 16u)) * CPR + (v / 4u) * 8u + v % 4u + (i % 2u) * 4u;
+}
+
+// Scale and min (6 bits each) of Q4_K sub-block j (0..7) from the block's header words: hd.x holds
+// d and dmin, hd.yzw the 12 scale bytes (ggml-quants.c get_scale_min_k4's packing).
+vec2 q4k_scale_min(uvec4 hd, uint j) {
+    uint s = 8u * (j & 3u), y = (hd.y >> s) & 255u, z = (hd.z >> s) & 255u, w = (hd.w >> s) & 255u;
+    if (j < 4u) return vec2(y & 63u, z & 63u);
+    return vec2((w & 15u) | ((y >> 6) << 4), (w >> 4) | ((z >> 6) << 4));
+}
+
+// Ring entries at and at + 1 (the low and high chunks of a q4k_units() unit) of weight row n at k
+// column kc (a multiple of 8 whose 64-value group holds both chunks). Blocks are 144 bytes and rows
+// a whole number of them from 16-aligned bindings, so the header is one 16-byte load and the 8
+// quant bytes one 8-byte load.
+void fetch_q4k(uint at, uint n, uint kc) {
+    uint b = n * p.row_bytes + (kc >> 8) * 144u, grp = (kc & 255u) >> 6;
+    uvec4 hd = w4[b >> 4];
+    uvec2 q = w2[(b + 16u + 32u * grp + (kc & 31u)) >> 3];
+    vec2 dm = unpackHalf2x16(hd.x), s0 = q4k_scale_min(hd, 2u * grp), s1 = q4k_scale_min(hd, 2u * grp + 1u);
+    float d0 = dm.x * s0.x, m0 = dm.y * s0.y, d1 = dm.x * s1.x, m1 = dm.y * s1.y;
+    wr[2u * at] = d0 * nib4(q.x, 0u) - m0;
+    wr[2u * at + 1u] = d0 * nib4(q.y, 0u) - m0;
+    wr[2u * at + 2u] = d1 * nib4(q.x, 1u) - m1;
+    wr[2u * at + 3u] = d1 * nib4(q.y, 1u) - m1;
+}
+
+// Global loads of k step `step` into ring slot `slot` (chunks by w_chunk); zeros past the rows,
+// weight rows and k.
 void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
     uint k0 = k_lo + step * BK;
     UNROLL for (uint i = 0u; i < X_PER; i++) {
@@ -198,9 +240,13 @@ void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
         }
     }
     UNROLL for (uint i = 0u; i < W_PER; i++) {
-        uint c = t + i * WG, n = wr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = slot * W_PER + i;
+        uint c = w_chunk(i), n = wr0 + c / CPR, kc = k0 + (c % CPR) * 8u, at = slot * W_PER + i;
         bool in_tile = c < W_CHUNKS && n < p.m_rows && kc < k_hi;
-        if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
+        if (q4k_units()) { // both chunks of the unit at once (k_hi is a multiple of 64: Q4_K's 256 or a split's BK)
+            if (i % 2u == 1u) continue;
+            UNROLL for (uint h = 0u; h < 4u; h++) wr[2u * at + h] = vec4(0.0);
+            if (in_tile) fetch_q4k(at, n, kc);
+        } else if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
             wraw[at] = in_tile ? w4[(n * p.row_bytes + kc * 2u) >> 4] : uvec4(0u);
         } else {
             wr[2u * at] = vec4(0.0);
@@ -219,7 +265,7 @@ void stage(uint slot) {
         split(a, b, o, XL + o, PREC >= 1u);
     }
     UNROLL for (uint i = 0u; i < W_PER; i++) {
-        uint c = t + i * WG, at = slot * W_PER + i, o = WH + (c / CPR) * S + c % CPR;
+        uint c = w_chunk(i), at = slot * W_PER + i, o = WH + (c / CPR) * S + c % CPR;
         if (c < W_CHUNKS && raw_f16()) {
             smem[o] = wraw[at];
         } else if (c < W_CHUNKS) {

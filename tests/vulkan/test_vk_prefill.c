@@ -202,7 +202,10 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                                                  : RLX_VK_KERNEL_matmul_coop;
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
         int v = modes[m].emulated ? emulated++ : calls;
-        uint32_t tm = v % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1, split = v % 3 == 1 ? 4 : 1;
+        /* emulated runs come in pairs (exact, mixed): the pair's tile heights swap every call, so
+         * that each mode meets both */
+        uint32_t tm = (modes[m].emulated ? v + v / 2 : v) % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1,
+                 split = v % 3 == 1 ? 4 : 1;
         vkt_graph t;
         vkt_graph_init(&t);
         build(&t, arg);
@@ -349,6 +352,9 @@ static void test_matmul(void) {
     }
     matmul_case((mm_case){RLX_DTYPE_F16, 320, 200, 130, 0, false, false}, 130);
     matmul_case((mm_case){RLX_DTYPE_Q4_K, 512, 130, 150, 0, true, false}, 129);
+    /* a decode batch: the mixed modes decode Q4_K in the kernel (its 16-value units at 64-row
+     * tiles and 64-wide k steps); twice, so that each mode meets both tile heights */
+    for (int i = 0; i < 2; i++) matmul_case((mm_case){RLX_DTYPE_Q4_K, 768, 70, 40, 0, true, false}, 40);
     matmul_case((mm_case){RLX_DTYPE_F16, 128, 80, 40, 4e4f, true, false}, 40); /* f16 overflow: the f32 tile */
     matmul_case((mm_case){RLX_DTYPE_Q8_0, 128, 80, 40, 4e4f, false, false}, 40);
     static const char *const fused[] = {"x + matmul(h, Q4_K)", "silu(h Wg Q8_0) * (h Wu F16)",
