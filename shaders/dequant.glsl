@@ -23,7 +23,20 @@
 #define T_Q8_K 15u
 #define T_BF16 30u
 
-// A kernel with its own decoders (matvec.comp) takes only the type numbers above.
+// K-quant 6-bit scale and min of sub-block j (0..7) from its scale bytes a = scales[j % 4],
+// b = scales[j % 4 + 4] and c = scales[j % 4 + 8] (c is not read below 4): ggml-quants.c
+// get_scale_min_k4's packing, the one rule every K-quant decoder here uses.
+uvec2 k4_scale_min(uint a, uint b, uint c, uint j) {
+    return j < 4u ? uvec2(a & 63u, b & 63u) : uvec2((c & 15u) | ((a >> 6) << 4), (c >> 4) | ((b >> 6) << 4));
+}
+
+// The same from the 12 scale bytes loaded as three words.
+uvec2 k4_scale_min_words(uvec3 s, uint j) {
+    uint sh = (j & 3u) * 8u;
+    return k4_scale_min((s.x >> sh) & 0xffu, (s.y >> sh) & 0xffu, (s.z >> sh) & 0xffu, j);
+}
+
+// A kernel with its own decoders (matvec.comp) takes only the type numbers and rules above.
 #ifndef RLX_DEQUANT_TYPES_ONLY
 
 // The 32 bits at byte address a (a even).
@@ -85,12 +98,10 @@ vec4 crumb4(uint w, uint shift) {
     return vec4((w >> shift) & 3u, (w >> (shift + 8u)) & 3u, (w >> (shift + 16u)) & 3u, (w >> (shift + 24u)) & 3u);
 }
 
-// K-quant 6-bit scale and min of sub-block j (0..7) from the 12 scale bytes at sc
-// (ggml-quants.c get_scale_min_k4).
+// k4_scale_min of sub-block j from the 12 scale bytes at sc, read byte by byte.
 vec2 scale_min_k4(uint sc, uint j) {
-    if (j < 4u) return vec2(rd8(sc + j) & 63u, rd8(sc + j + 4u) & 63u);
-    uint a = rd8(sc + j + 4u), lo = rd8(sc + j - 4u), hi = rd8(sc + j);
-    return vec2((a & 15u) | ((lo >> 6) << 4), (a >> 4) | ((hi >> 6) << 4));
+    uint i = j & 3u;
+    return vec2(k4_scale_min(rd8(sc + i), rd8(sc + i + 4u), j < 4u ? 0u : rd8(sc + i + 8u), j));
 }
 
 // Elements [e, e + 8) of the row whose first block starts at byte `row`; e % 8 == 0.

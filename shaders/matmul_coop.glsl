@@ -201,23 +201,16 @@ uint w_chunk(uint i) {
     return (u / (BK / 16u)) * CPR + (v / 4u) * 8u + v % 4u + (i % 2u) * 4u;
 }
 
-// Scale and min (6 bits each) of Q4_K sub-block j (0..7) from the block's header words: hd.x holds
-// d and dmin, hd.yzw the 12 scale bytes (ggml-quants.c get_scale_min_k4's packing).
-vec2 q4k_scale_min(uvec4 hd, uint j) {
-    uint s = 8u * (j & 3u), y = (hd.y >> s) & 255u, z = (hd.z >> s) & 255u, w = (hd.w >> s) & 255u;
-    if (j < 4u) return vec2(y & 63u, z & 63u);
-    return vec2((w & 15u) | ((y >> 6) << 4), (w >> 4) | ((z >> 6) << 4));
-}
-
 // Ring entries at and at + 1 (the low and high chunks of a q4k_units() unit) of weight row n at k
 // column kc (a multiple of 8 whose 64-value group holds both chunks). Blocks are 144 bytes and rows
 // a whole number of them from 16-aligned bindings, so the header is one 16-byte load and the 8
-// quant bytes one 8-byte load.
+// quant bytes one 8-byte load (hd.x: d and dmin; hd.yzw: the 12 scale bytes).
 void fetch_q4k(uint at, uint n, uint kc) {
     uint b = n * p.row_bytes + (kc >> 8) * 144u, grp = (kc & 255u) >> 6;
     uvec4 hd = w4[b >> 4];
     uvec2 q = w2[(b + 16u + 32u * grp + (kc & 31u)) >> 3];
-    vec2 dm = unpackHalf2x16(hd.x), s0 = q4k_scale_min(hd, 2u * grp), s1 = q4k_scale_min(hd, 2u * grp + 1u);
+    vec2 dm = unpackHalf2x16(hd.x), s0 = vec2(k4_scale_min_words(hd.yzw, 2u * grp)),
+         s1 = vec2(k4_scale_min_words(hd.yzw, 2u * grp + 1u));
     float d0 = dm.x * s0.x, m0 = dm.y * s0.y, d1 = dm.x * s1.x, m1 = dm.y * s1.y;
     wr[2u * at] = d0 * nib4(q.x, 0u) - m0;
     wr[2u * at + 1u] = d0 * nib4(q.y, 0u) - m0;

@@ -263,11 +263,9 @@ void mv_q8_0() {
 // the threads, each with half the serial work; smaller units (8 or 4 bytes) would load the block
 // header once per 16 or 8 values, which costs more than the shorter work saves.
 
-// Scale and min of sub-block j from the scale bytes 0-3, 4-7, 8-11 in s (ggml-quants.c
-// get_scale_min_k4).
+// Scale and min of sub-block j from the scale bytes 0-3, 4-7, 8-11 in s.
 vec2 k4_scale(uvec3 s, uint j) {
-    uint sh = (j & 3u) * 8u, a = (s.x >> sh) & 0xffu, b = (s.y >> sh) & 0xffu, c = (s.z >> sh) & 0xffu;
-    uvec2 v = j < 4u ? uvec2(a & 63u, b & 63u) : uvec2((c & 15u) | ((a >> 6) << 4), (c >> 4) | ((b >> 6) << 4));
+    uvec2 v = k4_scale_min_words(s, j);
     return vec2(qf(v.x, 0.0), qf(v.y, 0.0));
 }
 
