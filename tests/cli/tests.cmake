@@ -29,6 +29,8 @@ endif()
 # Vulkan (lavapipe in CI, validation layer on). Each run keeps its bandwidth cache in a temporary
 # XDG_CACHE_HOME (the script sets it), so the measure-then-reuse path is exercised every time.
 rlx_add_script_test(NAME cli_bench SCRIPT cli_bench.sh LABELS e2e)
+# tools/bench_ab.py, the A/B harness of the GPU benchmarks, on the story model (CPU backend)
+rlx_add_script_test(NAME cli_bench_ab SCRIPT cli_bench_ab.sh LABELS e2e)
 set_property(TEST cli_bench APPEND PROPERTY ENVIRONMENT "RLX_BENCH_TEST_BACKEND=cpu")
 if(RLX_VULKAN)
   rlx_add_script_test(NAME cli_bench_vulkan SCRIPT cli_bench.sh LABELS "e2e;vulkan")
