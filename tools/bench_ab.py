@@ -64,6 +64,10 @@ def figures(doc):
     return out
 
 
+def fmt(v, digits=2):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
 def check_ids(args, sides, model):
     prompt = ",".join(str(100 + i) for i in range(args.ids))
     got = []
@@ -100,8 +104,9 @@ def main():
         ap.error("--rounds, --timeout and --ids-gen must be positive, --ids at least 0")
     args.extra = shlex.split(args.extra)
     bench = shlex.split(args.bench)
-    if "-o" in bench or "-m" in bench:
-        ap.error("--bench: -o and -m are this tool's (it reads JSON; models come from -m)")
+    own = ("-o", "--output", "-m", "--model")
+    if any(a == o or a.startswith(o + "=") or (len(o) == 2 and a.startswith(o)) for a in bench for o in own):
+        ap.error("--bench: -o/--output and -m/--model are this tool's (it reads JSON; models come from -m)")
     sides = [("A", args.a, parse_env(args.env_a, "a")), ("B", args.b, parse_env(args.env_b, "b"))]
 
     failed, ids_differ = False, False
@@ -138,7 +143,6 @@ def main():
             mb = sum(b) / len(b) if b else None
             ratio = mb / ma if ma and mb is not None else None
             rows.append({"model": model, "test": test, "a": a, "b": b, "a_mean": ma, "b_mean": mb, "ratio": ratio})
-            fmt = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
             print(f"| {os.path.basename(model)} | {test} | {', '.join(f'{v:.2f}' for v in a)} | "
                   f"{', '.join(f'{v:.2f}' for v in b)} | {fmt(ma)} | {fmt(mb)} | {fmt(ratio, 3)} |")
     if args.json:

@@ -65,7 +65,8 @@ check; [ $rc -eq 1 ] || fail "a missing side B: exit $rc, expected 1"
 check; grep -q "^round 1 B .*: FAILED: .*missing-rlx: not found" "$tmp/out" || fail "a missing side B not reported: $(cat "$tmp/out")"
 
 # ---- bad arguments ----
-for bad in "--rounds 0" "--bench '-p 8 -o json'" "--env-b NOEQUALS" "--timeout 0"; do
+for bad in "--rounds 0" "--bench '-p 8 -o json'" "--bench '--output=md'" "--bench '--model x.gguf'" \
+  "--env-b NOEQUALS" "--timeout 0"; do
   eval "python3 \"$ab\" --a \"$RLX\" --b \"$RLX\" -m \"$model\" $bad" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   check; [ $rc -eq 2 ] || fail "$bad: exit $rc, expected 2"
