@@ -344,7 +344,7 @@ static rlx_status emit_coop_split(rlx_program *p, rlx_node out_node, rlx_vk_kern
 }
 
 /* Many rows (prefill): on cooperative matrices where the device has them (shaders/matmul_coop.comp,
- * TM x 64 output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
+ * TM x TN output tiles), else 64 x 64 tiles through shared memory in f32 (shaders/matmul_tiled.comp). */
 static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node mm, rlx_node aux, uint32_t epi) {
     const vk_node *n = node(p, out_node), *x = in(p, mm, 0);
     matrix m = matrix_of(p, node(p, mm)->info.in[1]);
@@ -383,20 +383,22 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
         }
         uint32_t prec = vk_coop_prec(coop, type), part_type;
         vk_coop_plan c = coop != COOP_OFF ? coop_part_plan(p, mm, &u, part_rows, &part_type)
-                                          : (vk_coop_plan){64, 64, 1, 1, (uint32_t)k};
+                                          : (vk_coop_plan){64, 64, 1, 1, (uint32_t)k, 64, 64};
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             row_bytes, vk_tok_rows(n), c.ksplit};
-        uint32_t spec[8] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
+        uint32_t spec[10] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
                             [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
                             [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
                             [RLX_VK_SPEC(matmul_coop, PREC)] = prec,
                             [RLX_VK_SPEC(matmul_coop, TM)] = c.tm,
                             [RLX_VK_SPEC(matmul_coop, BK)] = c.bk,
                             [RLX_VK_SPEC(matmul_coop, DEPTH)] = c.depth,
-                            [RLX_VK_SPEC(matmul_coop, SPLIT)] = c.split};
+                            [RLX_VK_SPEC(matmul_coop, SPLIT)] = c.split,
+                            [RLX_VK_SPEC(matmul_coop, TN)] = c.tn,
+                            [RLX_VK_SPEC(matmul_coop, OROWS)] = c.orows};
         uint32_t reads = RLX_VK_BIT(matmul_coop, X) | RLX_VK_BIT(matmul_coop, W) |
                          (aux != RLX_NO_NODE ? RLX_VK_BIT(matmul_coop, AUX) : 0u);
-        uint64_t groups = ceil_div(part_rows, COOP_TN) * ceil_div(rows, c.tm);
+        uint64_t groups = ceil_div(part_rows, c.tn) * ceil_div(rows, c.tm);
         if (coop == COOP_OFF) { /* matmul_tiled.comp: the first four bindings, the first seven words */
             RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 4, reads, RLX_VK_BIT(matmul_coop, OUT), push,
                             7 * sizeof(uint32_t), groups));
@@ -819,10 +821,10 @@ static rlx_status emit_attention_step(rlx_program *p, rlx_node i, vk_range *bind
                    13 * sizeof *push, groups);
 }
 
-/* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split): on a GPU of
- * wg_row invocations (more subgroups walking keys side by side), on a CPU device at least as wide as
- * Dv; lanes per key and their shares of the head dims from vk_attention_lanes, and blocks of keys
- * that keep a lane's loads to about 64 values (32 where keys are split). */
+/* shaders/attention.comp: one workgroup per (query row, block of GW heads, key split) of
+ * vk_attention_wg invocations; lanes per key and their shares of the head dims from
+ * vk_attention_lanes, and blocks of keys that keep a lane's loads to about 64 values (32 where keys
+ * are split). */
 static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     vk_prefill_plan plan;
     if (vk_attention_prefill_plan(p, i, &plan)) return emit_attention_prefill(p, i, plan);
@@ -831,8 +833,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint32_t splits = vk_attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
     uint32_t dh = (uint32_t)q->info.shape.dim[2];
     uint32_t gw = vk_attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits);
-    uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
-    while (wg < dv && wg < p->b->wg_row) wg *= 2;
+    uint32_t wg = vk_attention_wg(p, gw, dv, dh > dv ? dh : dv, n->fuse == VK_FUSE_ATTN_STEP);
     /* Keys per lane group and block: two blocks of K and V rows are registers. Split key ranges are short
      * walks of many workgroups, which the registers of half the keys let the device hold two of per
      * multiprocessor (8B F16 on an H200, tg128 at depth 4,096: 173.6 t/s against 154.0; depth 512:

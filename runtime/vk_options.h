@@ -43,9 +43,9 @@ typedef struct rlx_vk_options {
     uint64_t max_binding_bytes; /* RLX_VK_MAX_BINDING_BYTES (>= 4096); 0: the device's limit */
     rlx_vk_coopmat coopmat;   /* RLX_VK_COOPMAT */
     /* Planner overrides, each a power of two in its variable's range; 0: the plan's default */
-    uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
+    uint32_t coopmat_tm, coopmat_tn, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk;
+    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk, attn_wg;
     uint32_t moe_tm;          /* RLX_VK_MOE_TM: pairs per tile of the grouped MoE path */
     int32_t moe_grouped;      /* RLX_VK_MOE_GROUPED: -1 the plan's default, 0 never (moe_mv.comp),
                                  1 wherever it fits (vk_plan.c vk_moe_grouped_plan) */
@@ -77,9 +77,9 @@ typedef struct rlx_vk_tuning {
     bool gpu_plans;           /* a GPU's plans: on a GPU, or RLX_VK_PLANS=gpu */
     rlx_vk_coopmat coopmat;   /* resolved: MIXED when unset, OFF on a device without the kernel
                                  (the emulated modes run anywhere) */
-    uint32_t coopmat_tm, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
+    uint32_t coopmat_tm, coopmat_tn, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk;
+    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk, attn_wg;
     uint32_t moe_tm;
     int32_t moe_grouped;
     int32_t warm, warm_next_kib;

@@ -67,11 +67,11 @@ uint32_t vk_coop_prec(vk_coop_mode mode, uint32_t type) {
  * large GPU: below it, taller tiles would idle part of the device */
 #define COOP_TALL_TILES 512
 
-/* Shared memory of shaders/matmul_coop.glsl in bytes: the staged operands or the 64-row result
- * rounds, whichever is larger, and its flag word. */
-static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
-    uint64_t s = bk / 8 + 1, ops = (tm * (prec >= 1 ? 2 : 1) + COOP_TN * (prec >= 2 ? 2 : 1)) * s;
-    uint64_t outs = 64 * (COOP_TN / 4 + 1);
+/* Shared memory of shaders/matmul_coop.glsl in bytes: the staged operands or the result rounds of
+ * orows rows, whichever is larger, and its flag word. */
+static uint64_t coop_shared(uint64_t tm, uint64_t tn, uint64_t bk, uint32_t prec, uint64_t orows) {
+    uint64_t s = bk / 8 + 1, ops = (tm * (prec >= 1 ? 2 : 1) + tn * (prec >= 2 ? 2 : 1)) * s;
+    uint64_t outs = orows * (tn / 4 + 1);
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
@@ -81,8 +81,14 @@ static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
 #define COOP_SPLIT_MIN_STEPS 4
 #define COOP_SPLIT_MAX 64
 
+/* 128-wide tiles (TN 128: each subgroup 32 w rows) where a grid of them would still have this
+ * many workgroups: each staged x tile feeds twice the weights (one H100, pp512, the knob on every
+ * matmul: 8B F16 5,032 -> 6,751 t/s, Q4_K_M 4,707 -> 6,154; 0.6B, whose grids this rule leaves at
+ * 64, 1-3% slower; decode batches of 64 rows too, Q4_K_M B = 64 2,504 -> 1,997) */
+#define COOP_WIDE_TILES 256
+
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
- * the multiplies; k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
+ * the multiplies; 128-wide ones from COOP_WIDE_TILES, in the mixed modes (PREC 0); k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
  * of 1: the second stage's shared memory costs more occupancy than its early loads hide, small grids
  * included (docs/PERFORMANCE.md). On a GPU, a grid of fewer than COOP_SPLIT_GROUPS tiles (a decode
  * batch: one row tile over a weight of a few thousand rows) splits k until it has that many
@@ -90,13 +96,17 @@ static uint64_t coop_shared(uint64_t tm, uint64_t bk, uint32_t prec) {
  * RLX_VK_COOPMAT_SPLIT forces a split count (at most one per step) on any device. */
 vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint64_t k, uint32_t prec) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    uint64_t w_tiles = ceil_div(part_rows, COOP_TN);
-    vk_coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1, 1, 0};
+    uint32_t tn = ceil_div(part_rows, 128) * ceil_div(rows, 64) >= COOP_WIDE_TILES ? 128 : 64;
+    tn = prec == 0 ? rlx_vk_tuned_pow2(p->b->tuning.coopmat_tn, 64, 128, tn) : 64; /* RLX_VK_COOPMAT_TN */
+    uint32_t orows = coop_shared(64, tn, 32, prec, 64) > c->max_shared ? 32 : 64; /* lavapipe's 32 KiB */
+    uint64_t w_tiles = ceil_div(part_rows, tn);
+    vk_coop_plan plan = {w_tiles * ceil_div(rows, 64) >= COOP_TALL_TILES && rows >= 128 ? 128 : 64, 64, 1, 1, 0, tn,
+                         orows};
     plan.tm = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tm, 64, 128, plan.tm);
-    if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, 32, prec) > c->max_shared) plan.tm = 64;
+    if (4 * plan.tm > c->max_wg_invocations || coop_shared(plan.tm, tn, 32, prec, orows) > c->max_shared) plan.tm = 64;
     plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
     plan.bk = rlx_vk_tuned_pow2(p->b->tuning.coopmat_bk, 32, 128, plan.bk);
-    while (plan.bk > 32 && coop_shared(plan.tm, plan.bk, prec) > c->max_shared) plan.bk /= 2;
+    while (plan.bk > 32 && coop_shared(plan.tm, tn, plan.bk, prec, orows) > c->max_shared) plan.bk /= 2;
     uint64_t tiles = w_tiles * ceil_div(rows, plan.tm), steps = ceil_div(k, plan.bk), split = 1;
     uint64_t want = rlx_vk_tuned_pow2(p->b->tuning.coopmat_groups, 1, 65536, COOP_SPLIT_GROUPS);
     if (p->gpu_plans && tiles < want) split = ceil_div(want, tiles);
@@ -111,7 +121,7 @@ vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_
 /* The cooperative kernel runs where its smallest plan fits the device. */
 bool vk_coop_fits(const rlx_program *p) {
     const rlx_vk_caps *c = p->b->dev->caps;
-    return c->max_wg_invocations >= 256 && coop_shared(64, 32, 2) <= c->max_shared;
+    return c->max_wg_invocations >= 256 && coop_shared(64, 64, 32, 2, 64) <= c->max_shared;
 }
 
 /* Rows of the largest part of weight w. */
@@ -444,6 +454,26 @@ vk_attn_lanes vk_attention_lanes(const rlx_program *p, uint32_t dh, uint32_t dv)
     uint32_t vec = dh % 4 == 0 && dv % 4 == 0 ? 4 : dh % 2 == 0 && dv % 2 == 0 ? 2 : 1;
     uint32_t epl = (dh + lpk - 1) / lpk, epv = (dv + lpk - 1) / lpk;
     return (vk_attn_lanes){lpk, (epl + vec - 1) / vec * vec, (epv + vec - 1) / vec * vec, vec};
+}
+
+/* shaders/attention.glsl's shared memory in floats at workgroup size wg: sm and sl (gw wg each),
+ * so (gw DPT wg), subs (SUBS_CAP) and the step's prep rows ((gw + 2) pd). */
+static uint64_t attention_shared(uint32_t wg, uint32_t gw, uint32_t dv, uint32_t pd, bool step) {
+    uint64_t dpt = (dv + wg - 1) / wg, subs = wg > 256 ? 8ull * wg : 2048;
+    return 4 * (2ull * gw * wg + gw * dpt * wg + subs + (step ? (gw + 2ull) * pd : 0));
+}
+
+/* On a GPU wg_row invocations (more subgroups walking keys side by side), on a CPU device at least
+ * as wide as dv; RLX_VK_ATTN_WG sets it instead, halved until the shared memory fits. */
+uint32_t vk_attention_wg(const rlx_program *p, uint32_t gw, uint32_t dv, uint32_t pd, bool step) {
+    uint32_t wg = !p->gpu_plans ? p->b->wg : p->b->wg_row;
+    while (wg < dv && wg < p->b->wg_row) wg *= 2;
+    const rlx_vk_caps *c = p->b->dev->caps;
+    uint32_t most = c->max_wg_invocations < c->max_wg_size[0] ? c->max_wg_invocations : c->max_wg_size[0];
+    uint32_t set = rlx_vk_tuned_pow2(p->b->tuning.attn_wg, 32, most, 0);
+    if (!set) return wg;
+    while (set > 32 && attention_shared(set, gw, dv, pd, step) > c->max_shared) set /= 2;
+    return set;
 }
 
 uint64_t vk_attention_prefill_rows(uint32_t d) { return 4096 / d; }

@@ -70,11 +70,11 @@ typedef enum {
     COOP_EMULATE_MIXED = RLX_VK_COOPMAT_EMULATE_MIXED
 } vk_coop_mode;
 
-#define COOP_TN 64 /* shaders/matmul_coop.glsl TN: weight rows per tile */
-
 typedef struct vk_coop_plan {
     uint32_t tm, bk, depth; /* the kernel's spec TM, BK, DEPTH */
     uint32_t split, ksplit; /* spec SPLIT: k ranges of ksplit values (a multiple of bk); 1: all of k */
+    uint32_t tn;            /* spec TN: weight rows per tile, 64 or (PREC 0) 128 */
+    uint32_t orows;         /* spec OROWS: result rows per round of the epilogue, 64 or 32 */
 } vk_coop_plan;
 
 /* The backend's mode (runtime/vk_options.h), COOP_OFF where the device has no cooperative matrices
@@ -152,6 +152,10 @@ typedef struct vk_attn_lanes {
 } vk_attn_lanes;
 
 vk_attn_lanes vk_attention_lanes(const rlx_program *p, uint32_t dh, uint32_t dv);
+
+/* Decode attention's workgroup size for gw query heads of dv values (step: the fused decode step,
+ * whose prep rows of pd floats take shared memory too). */
+uint32_t vk_attention_wg(const rlx_program *p, uint32_t gw, uint32_t dv, uint32_t pd, bool step);
 
 /* shaders/attention_prefill.comp's spec D (64, 128 or 256: the head sizes rounded up) and BKV (keys
  * per block: 32, or 16 where 32 do not fit the shared memory); its query rows per workgroup, BQ,

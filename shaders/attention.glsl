@@ -123,10 +123,11 @@ layout(push_constant) uniform Push {
 shared float sm[GW * WG], sl[GW * WG]; // per (head, subgroup): its max, its weighted sum
 shared float so[GW * DPT * WG];           // per (head, dim): the subgroups' scaled acc, summed
 
-// Per (subgroup, head, dim): the subgroups' scaled acc side by side, where they fit in 8 KB (the
-// rest of the kernel's shared memory is within 32 KB with it); a meeting with one barrier instead of
-// one per subgroup, since each barrier stalls the whole workgroup on its slowest subgroup.
-const uint SUBS_CAP = 2048u;
+// Per (subgroup, head, dim): the subgroups' scaled acc side by side, where they fit in 8 KB, or 32
+// bytes an invocation in workgroups wider than 256 (runtime/vk_plan.c attention_shared counts it);
+// a meeting with one barrier instead of one per subgroup, since each barrier stalls the whole
+// workgroup on its slowest subgroup.
+const uint SUBS_CAP = WG > 256u ? 8u * WG : 2048u;
 shared float subs[SUBS_CAP];
 
 // Dim d of head g's weighted acc summed over the ns subgroups (see the meeting in main).

@@ -1,13 +1,13 @@
 // MATMUL for many rows on cooperative matrices (16 x 16 x 16 f16 x f16 -> f32):
-// out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) in TM x 64 output tiles. Bindings, push
+// out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]) in TM x TN output tiles. Bindings, push
 // constants and epilogues are matmul_tiled.comp's; k % 32 == 0. Included by matmul_coop.comp
 // (VK_NV_cooperative_matrix) and matmul_coop_emu.comp (the same kernel with the four matrix
 // operations done by plain code on shared memory, so that devices without cooperative matrices,
 // lavapipe in CI, can check everything else: staging, splitting, pipelining, edges, epilogues).
 //
 // Workgroup: TM * 4 invocations = TM / 8 subgroups of 32 (runtime/vk_lower.c selects the NV kernel
-// on devices whose subgroups are 32 wide); subgroup g owns the 32 x 16 block of x rows
-// 32 (g / 4) .., w rows 16 (g % 4) .. (two 16 x 16 accumulators, two more for the low parts).
+// on devices whose subgroups are 32 wide); subgroup g owns the 32 x 16 NB block of x rows
+// 32 (g / 4) .., w rows 16 NB (g % 4) .. (2 NB 16 x 16 accumulators, two more for the low parts).
 // Each step of BK along k stages the x tile (f32 -> f16) and the weight tile (decoded from its
 // stored type by dequant.glsl, then f32 -> f16; F16 weights copied as they are) in shared memory,
 // 8 values (one uvec4 of f16) per chunk, rows padded to an odd number of uvec4 so that the 8 rows
@@ -16,7 +16,10 @@
 // unrolled by DEPTH so that each set has fixed registers). DEPTH 2 keeps twice the bytes in flight
 // per workgroup, but was slower wherever it was measured: the plan uses 1 (vk_plan.c).
 // Spec TM (64 or 128 x rows), BK (64, or 32 where the operands would not fit in shared memory),
-// DEPTH (1 or 2).
+// DEPTH (1 or 2), TN (64 or 128 weight rows; 128 only with PREC 0): with TN 128 each subgroup owns
+// 32 w rows (two 16 x 16 blocks side by side), so each staged x tile feeds twice the weights, the
+// x side's loads and staging per weight byte halve, and each k step has twice the weight bytes in
+// flight.
 //
 // Split k (spec SPLIT > 1). A few rows (a decode batch) over a weight of a few thousand rows make a
 // grid of a few dozen tiles, fewer than the device has multiprocessors, each walking all of k: so
@@ -50,6 +53,9 @@ layout(constant_id = 4) const uint TM = 64;
 layout(constant_id = 5) const uint BK = 64;
 layout(constant_id = 6) const uint DEPTH = 1;
 layout(constant_id = 7) const uint SPLIT = 1;
+layout(constant_id = 8) const uint TN = 64;
+layout(constant_id = 9) const uint OROWS = 64; // output rows combined per round at the end: 64, or 32
+                                               // where 64 rows of TN 128 exceed the shared memory
 
 layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
 layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
@@ -73,12 +79,11 @@ layout(push_constant) uniform Push {
 #include "dequant.glsl"
 #include "act.glsl"
 
-#define TN 64u
-#define OROWS 64u // output rows combined per round at the end
 #define BIG 16384.0
 #define LO_SCALE 2048.0
 #define MIN_NORMAL 6.103515625e-5 // 2^-14, f16's smallest normal value
 
+const uint NB = TN / 64u;                            // w blocks of 16 per subgroup
 const uint S = BK / 8u + 1u;                          // operand row stride in uvec4 (8 halves)
 const uint CPR = BK / 8u;                             // chunks of 8 values per operand row and step
 const uint XL = TM * S;                               // XH at 0
@@ -310,9 +315,9 @@ void main() {
     k_hi = SPLIT > 1u ? min(k_lo + p.ksplit, p.k) : p.k;
     if (xr0 >= rows) return;
     if (t == 0u) s_bad = 0u;
-    uint g = subgroup_index(), sm = (g / 4u) * 32u, sn = (g % 4u) * 16u;
+    uint g = subgroup_index(), sm = (g / 4u) * 32u, sn = (g % 4u) * 16u * NB;
     ACCUM c0 = ACCUM_ZERO;
-    ACCUM c1 = c0, d0 = c0, d1 = c0; // d: the 2^-11 terms
+    ACCUM c1 = c0, d0 = c0, d1 = c0; // d: the 2^-11 terms, or with NB 2 the second w block's sums
     OPERAND a0, a1, b, l0, l1, bl;
     uint steps = (k_hi - k_lo + BK - 1u) / BK;
     UNROLL for (uint r = 0u; r < DEPTH; r++)
@@ -331,6 +336,11 @@ void main() {
                 LOAD(b, WH + sn * S + kk, true); // w rows are the columns of B
                 c0 = MULADD(a0, b, c0);
                 c1 = MULADD(a1, b, c1);
+                if (NB == 2u) { // PREC 0
+                    LOAD(bl, WH + (sn + 16u) * S + kk, true);
+                    d0 = MULADD(a0, bl, d0);
+                    d1 = MULADD(a1, bl, d1);
+                }
                 if (PREC >= 1u) {
                     LOAD(l0, XL + sm * S + kk, false);
                     LOAD(l1, XL + (sm + 16u) * S + kk, false);
@@ -362,6 +372,10 @@ void main() {
         if (mine) {
             STORE(c0, at);
             STORE(c1, at + 16u * CS);
+            if (NB == 2u) {
+                STORE(d0, at + 4u);
+                STORE(d1, at + 16u * CS + 4u);
+            }
         }
         barrier();
         UNROLL for (uint i = 0u; i < NOUT; i++) {

@@ -426,6 +426,20 @@ void test_kv_fusions(void) {
         attention_cached(4, 2, 64, 0, 1, 1100);
         attention_cached(4, 4, 32, 100, 3, 2000);
     }
+    /* Wider workgroups (RLX_VK_ATTN_WG): more subgroups walk keys side by side and meet in the
+     * larger side-by-side space (shaders/attention.glsl SUBS_CAP); with and without key splits. */
+    static const uint32_t wgs[] = {512, 1024};
+    for (size_t i = 0; i < 2; i++) {
+        o = g_opts;
+        o.attn_wg = wgs[i];
+        o.attn_split_keys = i == 1 ? 4096 : 0;
+        vkt_set_options(g_vk, &o);
+        printf("  RLX_VK_ATTN_WG=%u%s:\n", wgs[i], i == 1 ? " RLX_VK_ATTN_SPLIT_KEYS=4096" : "");
+        kv_fusion_case(&gqa4, false);
+        kv_fusion_case(&split, false);
+        attention_cached(4, 2, 64, 0, 1, 1100);
+        attention_cached(4, 4, 32, 100, 3, 2000);
+    }
     vkt_set_options(g_vk, &g_opts);
 }
 

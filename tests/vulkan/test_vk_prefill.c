@@ -205,7 +205,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         /* emulated runs come in pairs (exact, mixed): the pair's tile heights swap every call, so
          * that each mode meets both */
         uint32_t tm = (modes[m].emulated ? v + v / 2 : v) % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1,
-                 split = v % 3 == 1 ? 4 : 1;
+                 split = v % 3 == 1 ? 4 : 1, tn = v / 4 % 2 ? 128 : 64; /* TN 128: the mixed modes only */
         vkt_graph t;
         vkt_graph_init(&t);
         build(&t, arg);
@@ -215,12 +215,15 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
             o.coopmat_tm = tm;
             o.coopmat_depth = depth;
             o.coopmat_split = split;
+            o.coopmat_tn = tn;
         }
         vkt_set_options(g_vk, &o);
         bool mixed = want != RLX_VK_KERNEL_matmul_tiled && modes[m].mixed;
         const prec_model *prec = want == RLX_VK_KERNEL_matmul_tiled ? &PREC_F32 : mixed ? &PREC_F16 : &PREC_PAIRS;
-        char full[128], knobs[32] = "";
-        if (variants) snprintf(knobs, sizeof knobs, " TM=%u DEPTH=%u SPLIT=%u", tm, depth, split);
+        char full[128], knobs[48] = "";
+        if (variants)
+            snprintf(knobs, sizeof knobs, " TM=%u DEPTH=%u SPLIT=%u%s", tm, depth, split,
+                     tn == 128 && mixed ? " TN=128" : "");
         snprintf(full, sizeof full, "%s%s%s", label, modes[m].tag, knobs);
         step st = {0, n_tokens};
         elem_check ec = {0};
