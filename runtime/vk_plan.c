@@ -88,12 +88,14 @@ static uint64_t coop_shared(uint64_t tm, uint64_t tn, uint64_t bk, uint32_t prec
 #define COOP_WIDE_TILES 256
 
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
- * the multiplies; 128-wide ones from COOP_WIDE_TILES, in the mixed modes (PREC 0); k steps of 64 where the operands fit in shared memory, else 32. A prefetch depth
- * of 1: the second stage's shared memory costs more occupancy than its early loads hide, small grids
- * included (docs/PERFORMANCE.md). On a GPU, a grid of fewer than COOP_SPLIT_GROUPS tiles (a decode
- * batch: one row tile over a weight of a few thousand rows) splits k until it has that many
- * workgroups (RLX_VK_COOPMAT_GROUPS overrides it), each split keeping COOP_SPLIT_MIN_STEPS steps;
- * RLX_VK_COOPMAT_SPLIT forces a split count (at most one per step) on any device. */
+ * the multiplies; 128-wide ones from COOP_WIDE_TILES, in the mixed modes (PREC 0), with result
+ * rounds of 32 rows where 64 would not fit the shared memory; k steps of 64 where the operands fit
+ * in shared memory, else 32. A prefetch depth of 1: the second stage's shared memory costs more
+ * occupancy than its early loads hide, small grids included (docs/PERFORMANCE.md). On a GPU, a
+ * grid of fewer than COOP_SPLIT_GROUPS tiles (a decode batch: one row tile over a weight of a few
+ * thousand rows) splits k until it has that many workgroups (RLX_VK_COOPMAT_GROUPS overrides it),
+ * each split keeping COOP_SPLIT_MIN_STEPS steps; RLX_VK_COOPMAT_SPLIT forces a split count (at most
+ * one per step) on any device. */
 vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t rows, uint64_t k, uint32_t prec) {
     const rlx_vk_caps *c = p->b->dev->caps;
     uint32_t tn = ceil_div(part_rows, 128) * ceil_div(rows, 64) >= COOP_WIDE_TILES ? 128 : 64;
