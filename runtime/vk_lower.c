@@ -277,12 +277,15 @@ static rlx_status coop_use_of(const rlx_program *p, rlx_node mm, coop_use *out) 
     return NULL;
 }
 
-/* The cooperative plan of one weight part of part_rows rows, and the type the kernel reads it as. */
+/* The cooperative plan of one weight part of part_rows rows, the type the kernel reads it as, and
+ * whether that kernel is shaders/matmul_batch.comp (else matmul_coop.comp). */
 static vk_coop_plan coop_part_plan(const rlx_program *p, rlx_node mm, const coop_use *u, uint64_t part_rows,
-                                   uint32_t *type) {
+                                   uint32_t *type, bool *batch) {
     const vk_node *x = in(p, mm, 0);
     uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
     *type = u->f16_rows ? RLX_DTYPE_F16 : matrix_of(p, in1(p, mm)).type;
+    *batch = vk_batch_takes(p, u->mode, *type, rows, part_rows);
+    if (*batch) return vk_batch_plan_make(p, part_rows, k);
     return vk_coop_plan_make(p, part_rows, rows, k, vk_coop_prec(u->mode, *type));
 }
 
@@ -301,8 +304,9 @@ static rlx_status prepare_coop_scratch(rlx_program *p, rlx_node i) {
         vk_range r;
         uint64_t row0, part_rows;
         uint32_t type;
+        bool batch;
         vk_matrix_part(&m, k, &r, &row0, &part_rows);
-        vk_coop_plan c = coop_part_plan(p, mm, &u, part_rows, &type);
+        vk_coop_plan c = coop_part_plan(p, mm, &u, part_rows, &type, &batch);
         uint64_t bytes = c.split > 1 ? (uint64_t)c.split * rows * part_rows * 4 : 0;
         if (bytes > parts) parts = bytes;
     }
@@ -382,11 +386,14 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
             row_bytes = (uint32_t)(k * 2);
         }
         uint32_t prec = vk_coop_prec(coop, type), part_type;
-        vk_coop_plan c = coop != COOP_OFF ? coop_part_plan(p, mm, &u, part_rows, &part_type)
+        bool batch = false;
+        vk_coop_plan c = coop != COOP_OFF ? coop_part_plan(p, mm, &u, part_rows, &part_type, &batch)
                                           : (vk_coop_plan){64, 64, 1, 1, (uint32_t)k, 64, 64};
+        rlx_vk_kernel part_kernel = !batch ? kernel : coop >= COOP_EMULATE ? RLX_VK_KERNEL_matmul_batch_emu
+                                                                           : RLX_VK_KERNEL_matmul_batch;
         uint32_t push[8] = {(uint32_t)rows, (uint32_t)k, (uint32_t)part_rows, (uint32_t)row0, (uint32_t)cols,
                             row_bytes, vk_tok_rows(n), c.ksplit};
-        uint32_t spec[10] = {[RLX_VK_SPEC_WG] = coop != COOP_OFF ? 4 * c.tm : 256,
+        uint32_t spec[10] = {[RLX_VK_SPEC_WG] = batch ? 2 * c.tn : coop != COOP_OFF ? 4 * c.tm : 256,
                             [RLX_VK_SPEC(matmul_coop, W_TYPE)] = type,
                             [RLX_VK_SPEC(matmul_coop, EPI)] = epi,
                             [RLX_VK_SPEC(matmul_coop, PREC)] = prec,
@@ -405,11 +412,11 @@ static rlx_status emit_matmul_tiled(rlx_program *p, rlx_node out_node, rlx_node 
             continue;
         }
         if (c.split == 1) {
-            RLX_TRY(vk_emit(p, &p->run, out_node, kernel, spec, bind, 5, reads, RLX_VK_BIT(matmul_coop, OUT), push,
-                            sizeof push, groups));
+            RLX_TRY(vk_emit(p, &p->run, out_node, part_kernel, spec, bind, 5, reads, RLX_VK_BIT(matmul_coop, OUT),
+                            push, sizeof push, groups));
             continue;
         }
-        RLX_TRY(emit_coop_split(p, out_node, kernel, spec, bind, reads, push, groups, u.part_at, epi));
+        RLX_TRY(emit_coop_split(p, out_node, part_kernel, spec, bind, reads, push, groups, u.part_at, epi));
     }
     return NULL;
 }

@@ -61,7 +61,8 @@ rlx_vk_options rlx_vk_options_default(void) {
                             .coopmat = RLX_VK_COOPMAT_DEFAULT,
                             .warm = -1,
                             .warm_next_kib = -1,
-                            .moe_grouped = -1};
+                            .moe_grouped = -1,
+                            .matmul_batch = -1};
 }
 
 /* The variable's value, or NULL when it is unset or empty (both mean the default). */
@@ -140,6 +141,8 @@ static rlx_status words_from_env(rlx_vk_options *o) {
     RLX_TRY(word_from_env("RLX_VK_WARM", "0", "1", &o->warm));
     /* the grouped MoE path never or wherever it fits, for A/B against shaders/moe_mv.comp */
     RLX_TRY(word_from_env("RLX_VK_MOE_GROUPED", "0", "1", &o->moe_grouped));
+    /* decode batches' F16 matmuls on matmul_batch.comp never or wherever it runs, for A/B */
+    RLX_TRY(word_from_env("RLX_VK_MATMUL_BATCH", "0", "1", &o->matmul_batch));
     /* the GPU's plans on any device, so that a CPU device (lavapipe in CI) checks them too */
     RLX_TRY(word_from_env("RLX_VK_PLANS", "device", "gpu", &plans));
     o->gpu_plans = plans == 1;
@@ -235,6 +238,7 @@ rlx_status rlx_vk_options_check(const rlx_vk_options *o) {
     RLX_TRY(check_range("wait", "RLX_VK_WAIT", o->wait, -1, 1, "-1 for the default"));
     RLX_TRY(check_range("warm", "RLX_VK_WARM", o->warm, -1, 1, "-1 for the default"));
     RLX_TRY(check_range("moe_grouped", "RLX_VK_MOE_GROUPED", o->moe_grouped, -1, 1, "-1 for the default"));
+    RLX_TRY(check_range("matmul_batch", "RLX_VK_MATMUL_BATCH", o->matmul_batch, -1, 1, "-1 for the default"));
     RLX_TRY(check_range("warm_next_kib", "RLX_VK_WARM_NEXT", o->warm_next_kib, -1, (long long)WARM_NEXT_MAX_KIB,
                         "-1 for the default"));
     RLX_TRY(check_range("profile", "RLX_VK_PROFILE", o->profile, 0, 2, "0 for none"));
@@ -271,6 +275,7 @@ rlx_vk_tuning rlx_vk_tuning_make(const rlx_vk_caps *caps, const rlx_vk_options *
                            .attn_wg = o->attn_wg,
                            .moe_tm = o->moe_tm,
                            .moe_grouped = o->moe_grouped,
+                           .matmul_batch = o->matmul_batch,
                            .warm = o->warm,
                            .warm_next_kib = o->warm_next_kib,
                            .deterministic = o->deterministic};

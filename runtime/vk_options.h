@@ -49,6 +49,8 @@ typedef struct rlx_vk_options {
     uint32_t moe_tm;          /* RLX_VK_MOE_TM: pairs per tile of the grouped MoE path */
     int32_t moe_grouped;      /* RLX_VK_MOE_GROUPED: -1 the plan's default, 0 never (moe_mv.comp),
                                  1 wherever it fits (vk_plan.c vk_moe_grouped_plan) */
+    int32_t matmul_batch;     /* RLX_VK_MATMUL_BATCH: -1 the plan's default, 0 never (matmul_coop.comp),
+                                 1 wherever it runs (vk_plan.c vk_batch_takes) */
     int32_t warm;             /* RLX_VK_WARM: -1 the plan's default, 0 never, 1 wherever it can */
     int32_t warm_next_kib;    /* RLX_VK_WARM_NEXT: -1 the plan's default, 0 never, else KiB */
     bool gpu_plans;           /* RLX_VK_PLANS=gpu: a GPU's plans on any device */
@@ -73,6 +75,10 @@ bool rlx_vk_env_validation(void);
 /* The planners' inputs from the options and the device, made once per backend. Planner overrides
  * keep the options' encoding (0 / -1: the plan's default); a plan's own, narrower bound on one
  * falls back to the plan's default there (rlx_vk_tuned_pow2). */
+/* Whether shaders/matmul_batch.comp runs by default (RLX_VK_MATMUL_BATCH unset): not until it is
+ * measured faster on a GPU than matmul_coop.comp. */
+#define RLX_VK_MATMUL_BATCH_DEFAULT 0
+
 typedef struct rlx_vk_tuning {
     bool gpu_plans;           /* a GPU's plans: on a GPU, or RLX_VK_PLANS=gpu */
     rlx_vk_coopmat coopmat;   /* resolved: MIXED when unset, OFF on a device without the kernel
@@ -81,7 +87,7 @@ typedef struct rlx_vk_tuning {
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
     uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk, attn_wg;
     uint32_t moe_tm;
-    int32_t moe_grouped;
+    int32_t moe_grouped, matmul_batch;
     int32_t warm, warm_next_kib;
     bool deterministic;       /* batch-invariant plans (vk_plan.c); the cooperative kernel is off */
 } rlx_vk_tuning;

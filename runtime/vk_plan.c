@@ -87,6 +87,20 @@ static uint64_t coop_shared(uint64_t tm, uint64_t tn, uint64_t bk, uint32_t prec
  * 64, 1-3% slower; decode batches of 64 rows too, Q4_K_M B = 64 2,504 -> 1,997) */
 #define COOP_WIDE_TILES 256
 
+/* plan's k split for a grid of `tiles` workgroups over k: on a GPU up to COOP_SPLIT_GROUPS
+ * workgroups (RLX_VK_COOPMAT_GROUPS), each keeping COOP_SPLIT_MIN_STEPS steps of plan->bk, or a
+ * count forced by RLX_VK_COOPMAT_SPLIT (at most one per step). */
+static void coop_split(const rlx_program *p, vk_coop_plan *plan, uint64_t tiles, uint64_t k) {
+    uint64_t steps = ceil_div(k, plan->bk), split = 1;
+    uint64_t want = rlx_vk_tuned_pow2(p->b->tuning.coopmat_groups, 1, 65536, COOP_SPLIT_GROUPS);
+    if (p->gpu_plans && tiles < want) split = ceil_div(want, tiles);
+    if (split > steps / COOP_SPLIT_MIN_STEPS) split = steps >= 2 * COOP_SPLIT_MIN_STEPS ? steps / COOP_SPLIT_MIN_STEPS : 1;
+    split = rlx_vk_tuned_pow2(p->b->tuning.coopmat_split, 1, COOP_SPLIT_MAX, (uint32_t)split);
+    if (split > steps) split = steps;
+    plan->ksplit = (uint32_t)(ceil_div(steps, split) * plan->bk);
+    plan->split = (uint32_t)ceil_div(k, plan->ksplit);
+}
+
 /* 128-row tiles (512 invocations) where the grid stays large: each staged weight tile feeds twice
  * the multiplies; 128-wide ones from COOP_WIDE_TILES, in the mixed modes (PREC 0), with result
  * rounds of 32 rows where 64 would not fit the shared memory; k steps of 64 where the operands fit
@@ -109,14 +123,30 @@ vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_
     plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, 1);
     plan.bk = rlx_vk_tuned_pow2(p->b->tuning.coopmat_bk, 32, 128, plan.bk);
     while (plan.bk > 32 && coop_shared(plan.tm, tn, plan.bk, prec, orows) > c->max_shared) plan.bk /= 2;
-    uint64_t tiles = w_tiles * ceil_div(rows, plan.tm), steps = ceil_div(k, plan.bk), split = 1;
-    uint64_t want = rlx_vk_tuned_pow2(p->b->tuning.coopmat_groups, 1, 65536, COOP_SPLIT_GROUPS);
-    if (p->gpu_plans && tiles < want) split = ceil_div(want, tiles);
-    if (split > steps / COOP_SPLIT_MIN_STEPS) split = steps >= 2 * COOP_SPLIT_MIN_STEPS ? steps / COOP_SPLIT_MIN_STEPS : 1;
-    split = rlx_vk_tuned_pow2(p->b->tuning.coopmat_split, 1, COOP_SPLIT_MAX, (uint32_t)split);
-    if (split > steps) split = steps;
-    plan.ksplit = (uint32_t)(ceil_div(steps, split) * plan.bk);
-    plan.split = (uint32_t)ceil_div(k, plan.ksplit);
+    coop_split(p, &plan, w_tiles * ceil_div(rows, plan.tm), k);
+    return plan;
+}
+
+/* shaders/matmul_batch.comp (a decode batch over F16 weights: each subgroup loads its weight blocks
+ * straight into cooperative operands, two k steps ahead) for at most 64 rows of x in the mixed
+ * modes, weight rows in whole blocks of 16; not in deterministic mode (its choice follows the row
+ * count). RLX_VK_MATMUL_BATCH=0 keeps matmul_coop.comp, 1 takes it wherever it runs; unset, it
+ * runs where RLX_VK_MATMUL_BATCH_DEFAULT says. */
+bool vk_batch_takes(const rlx_program *p, vk_coop_mode mode, uint32_t type, uint64_t rows, uint64_t part_rows) {
+    int32_t knob = p->b->tuning.matmul_batch;
+    bool runs = (mode == COOP_MIXED || mode == COOP_EMULATE_MIXED) && type == RLX_DTYPE_F16 && rows <= 64 &&
+                part_rows % 16 == 0 && p->b->dev->caps->max_wg_invocations >= 256 && !vk_deterministic(p);
+    return runs && (knob > 0 || (knob < 0 && RLX_VK_MATMUL_BATCH_DEFAULT));
+}
+
+/* matmul_batch.comp's plan: 128 weight rows a workgroup (RLX_VK_COOPMAT_TN=64 for 64), k steps of
+ * 64, two steps of weight blocks in flight (RLX_VK_COOPMAT_DEPTH=1 for one), and k split as
+ * matmul_coop.comp's decode batches are. */
+vk_coop_plan vk_batch_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t k) {
+    vk_coop_plan plan = {64, 64, 2, 1, 0, 128, 64};
+    plan.tn = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tn, 64, 128, plan.tn);
+    plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 2, plan.depth);
+    coop_split(p, &plan, ceil_div(part_rows, plan.tn), k);
     return plan;
 }
 

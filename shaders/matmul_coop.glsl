@@ -114,66 +114,11 @@ vec4 wr[DEPTH * W_PER * 2u]; // decoded weights
 uvec4 wraw[DEPTH * W_PER];   // or F16 weights as stored
 bool bad = false;
 
-#ifdef RLX_COOP_EMULATE
-// A 16 x 16 f16 operand: rows S uvec4 apart from smem[at]; for B (col), w rows are its columns.
-struct operand {
-    uint at;
-};
-// A 16 x 16 f32 accumulator: this invocation's elements lane + 32 i, row-major.
-struct accum {
-    float v[8];
-};
-#define OPERAND operand
-#define ACCUM accum
-#define UNROLL [[dont_unroll]] // code size: lavapipe's compiler splits long code around barriers slowly
-#define ACCUM_ZERO accum(float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-#define LOAD(m, at, col) m = operand(at)
-#define MULADD(a, b, c) muladd(a, b, c)
-#define STORE(c, at) store_accum(c, at)
-
-float op_at(operand a, uint i, uint j) {
-    return unpackHalf2x16(smem[a.at + i * S + j / 8u][(j % 8u) / 2u])[j % 2u];
-}
-
-accum muladd(operand a, operand b, accum c) {
-    uint lane = t % 32u;
-    [[dont_unroll]] for (uint k = 0u; k < 16u; k++) {
-        [[unroll]] for (uint i = 0u; i < 8u; i++) {
-            uint e = lane + 32u * i;
-            c.v[i] += op_at(a, e / 16u, k) * op_at(b, e % 16u, k);
-        }
-    }
-    return c;
-}
-
-void store_accum(accum c, uint at) {
-    uint lane = t % 32u;
-    [[unroll]] for (uint i = 0u; i < 8u; i++) {
-        uint e = lane + 32u * i, r = e / 16u, n = e % 16u;
-        smem[at + r * CS + n / 4u][n % 4u] = floatBitsToUint(c.v[i]);
-    }
-}
-
-uint subgroup_index() { return t / 32u; }
-#else
-#define UNROLL [[unroll]]
-#define OPERAND fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define ACCUM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-#define ACCUM_ZERO ACCUM(0.0)
-#define LOAD(m, at, col) coopMatLoadNV(m, smem, at, S, col)
-#define MULADD(a, b, c) coopMatMulAddNV(a, b, c)
-#define STORE(c, at) coopMatStoreNV(c, smem, at, CS, false)
-
-uint subgroup_index() { return gl_SubgroupID; }
-#endif
+#include "coop_ops.glsl"
 
 bool raw_f16() { return W_TYPE == T_F16 && PREC < 2u; }
 
-bool fits(vec4 v) { return all(lessThan(abs(v), vec4(BIG))); }
-
-uvec4 to_f16(vec4 a, vec4 b) {
-    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-}
+#include "matmul_coop_out.glsl"
 
 // v rounded to f16's 11 significant bits (ties away from zero) by integer arithmetic, 0 below f16's
 // normal range: a value f16 holds exactly, so its conversion cannot round whatever the device's
@@ -271,36 +216,6 @@ void stage(uint slot) {
             bad = bad || !fits(a) || !fits(b);
             split(a, b, o, o + TN * S, PREC >= 2u);
         }
-    }
-}
-
-void store_out(uint r, uint wr, float v) {
-    if (SPLIT > 1u) { // raw: matmul_reduce.comp applies the epilogue to the sum of the splits
-        part[(split_at * p.rows + r) * p.m_rows + wr] = v;
-        return;
-    }
-    uint oi = r * p.m + p.m0 + wr;
-    switch (EPI) {
-    case 1u: v += aux[oi]; break;
-    case 2u: v *= silu(aux[oi]); break;
-    case 3u: v *= gelu_tanh(aux[oi]); break;
-    }
-    o[oi] = v;
-}
-
-// The whole tile in f32, for values out of f16's range.
-void slow_tile(uint xr0, uint wr0, uint rows) {
-    for (uint e = t; e < TM * TN; e += WG) {
-        uint r = xr0 + e / TN, wr = wr0 + e % TN;
-        if (r >= rows || wr >= p.m_rows) continue;
-        float acc = 0.0;
-        for (uint k0 = k_lo; k0 < k_hi; k0 += 8u) {
-            vec4 lo, hi;
-            dq8(wr * p.row_bytes, k0, lo, hi);
-            uint i = (r * p.k + k0) >> 2;
-            acc += dot(x4[i], lo) + dot(x4[i + 1u], hi);
-        }
-        store_out(r, wr, acc);
     }
 }
 

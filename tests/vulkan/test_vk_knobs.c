@@ -1,6 +1,7 @@
 /* The knobs' parsing (runtime/vk_options.h, rlx_vk_options_from_env) and checking. Expectations
  * from the ranges docs/ARCHITECTURE.md and runtime/vk_backend.h document for each knob (a power of
- * two in a range; RLX_VK_WARM, RLX_VK_MOE_GROUPED and RLX_VK_DETERMINISTIC 0 or 1; RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
+ * two in a range; RLX_VK_WARM, RLX_VK_MOE_GROUPED, RLX_VK_MATMUL_BATCH and RLX_VK_DETERMINISTIC 0 or 1;
+ * RLX_VK_WAIT poll or block; RLX_VK_PLANS device or gpu;
  * RLX_VK_WARM_NEXT a whole number of KiB up to 1048576; RLX_VK_MAX_BINDING_BYTES a whole number
  * from 4096; RLX_VK_COOPMAT one of its five modes; RLX_VK_FAULT kind:N with N >= 1):
  *   - a set value outside them (not a number, junk after the digits, not a power of two, out of
@@ -45,6 +46,7 @@ static const knob_case cases[] = {
     {"RLX_VK_TILED_MIN_ROWS", {"1024", "24", "0", "-1"}, {"1", "512"}},
     {"RLX_VK_MOE_TM", {"8", "128", "48", "x"}, {"16", "64"}},
     {"RLX_VK_MOE_GROUPED", {"2", "yes", "on", "-1"}, {"0", "1"}},
+    {"RLX_VK_MATMUL_BATCH", {"2", "yes", "on", "-1"}, {"0", "1"}},
     {"RLX_VK_WARM", {"2", "yes", "on", "-1"}, {"0", "1"}},
     {"RLX_VK_WARM_NEXT", {"1048577", "-1", "3M", "2.5"}, {"0", "1048576"}},
     {"RLX_VK_WAIT", {"spin", "1", "Poll", "poll "}, {"poll", "block"}},
@@ -106,6 +108,8 @@ static void check_fields(rlx_backend *b) {
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_WARM");
     o = base, o.moe_grouped = 2;
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MOE_GROUPED");
+    o = base, o.matmul_batch = 2;
+    T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MATMUL_BATCH");
     o = base, o.moe_tm = 32 + 16;
     T_ERR(rlx_vk_backend_set_options(b, &o), RLX_ERR_INVALID_ARGUMENT, "RLX_VK_MOE_TM");
     o = base, o.warm_next_kib = 1048577;

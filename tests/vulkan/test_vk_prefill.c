@@ -50,6 +50,8 @@ static vkt_rng g_rng = {0x9E3779B97F4A7C15ull};
 static bool g_coop;       /* the device runs shaders/matmul_coop.comp */
 static int g_coop_cases;  /* cases the cooperative kernel ran */
 static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
+static int g_batch_cases; /* cases shaders/matmul_batch.comp or its emulation ran */
+static bool g_batch;      /* the next matmul_modes' mixed runs must dispatch matmul_batch (vk_batch_takes) */
 static double g_worst[2]; /* worst NMSE: f32-accurate paths, mixed mode */
 
 /* ---- running and comparing ---- */
@@ -146,6 +148,7 @@ static void compare(const char *label, vkt_graph *t, const step *steps, int n_st
                 decoded ? "yes" : "no", f16_rows > 0 ? "yes" : "no");
     if (ok && want == RLX_VK_KERNEL_matmul_coop) g_coop_cases++;
     if (ok && want == RLX_VK_KERNEL_matmul_coop_emu) g_emu_cases++;
+    if (ok && (want == RLX_VK_KERNEL_matmul_batch || want == RLX_VK_KERNEL_matmul_batch_emu)) g_batch_cases++;
     double worst = 0.0;
     for (int s = 0; ok && s < n_steps; s++) {
         void *outs_v[1] = {ov}, *outs_c[1] = {oc};
@@ -201,6 +204,8 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                              : m == 1 || !g_coop ? RLX_VK_KERNEL_matmul_tiled
                                                  : RLX_VK_KERNEL_matmul_coop;
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
+        if (variants && modes[m].mixed && g_batch) /* decode batches of F16 weights */
+            want = modes[m].emulated ? RLX_VK_KERNEL_matmul_batch_emu : RLX_VK_KERNEL_matmul_batch;
         int v = modes[m].emulated ? emulated++ : calls;
         /* emulated runs come in pairs (exact, mixed): the pair's tile heights swap every call, so
          * that each mode meets both */
@@ -268,8 +273,12 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
+    /* runtime/vk_plan.c vk_batch_takes: F16, 64 rows or fewer, weight rows in blocks of 16 (one part) */
+    bool batch_on = g_opts.matmul_batch > 0 || (g_opts.matmul_batch < 0 && RLX_VK_MATMUL_BATCH_DEFAULT);
+    g_batch = c.type == RLX_DTYPE_F16 && c.rows <= 64 && c.m % 16 == 0 && batch_on;
     matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu,
                  c.type == RLX_DTYPE_F16 || c.decode_in_kernel || c.rows <= 64);
+    g_batch = false;
 }
 
 /* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): with more
@@ -369,6 +378,23 @@ static void test_matmul(void) {
     }
 }
 
+/* Decode batches of F16 weights (shaders/matmul_batch.comp, runtime/vk_plan.c vk_batch_takes), with
+ * its emulation on any device: a k step cut short (k 96), subgroups past the weight rows (48 and 144
+ * rows at 64 or 128 a workgroup), padding rows (37 tokens of 40 rows), all 64 rows, and 16 k steps
+ * (k 1024) for the weight ring to wrap; the emulated runs cycle through its widths, depths and
+ * splits (matmul_modes), with RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
+static void test_batch(void) {
+    int32_t saved = g_opts.matmul_batch;
+    g_opts.matmul_batch = 1;
+    matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
+    matmul_case((mm_case){RLX_DTYPE_F16, 320, 144, 64, 0, true, false}, 64);
+    matmul_case((mm_case){RLX_DTYPE_F16, 1024, 32, 16, 0, true, false}, 16);
+    matmul_case((mm_case){RLX_DTYPE_F16, 256, 64, 24, 0, true, false}, 24);
+    g_opts.matmul_batch = 0;
+    matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
+    g_opts.matmul_batch = saved;
+}
+
 /* Weights larger than one binding are split into row parts (forced with a small limit). In the
  * mixed modes an F32 one is decoded part by part into the same f16 rows; a Q8_0 one, whose f16
  * rows of a part would exceed the limit, is decoded in the kernel. */
@@ -465,6 +491,7 @@ int main(void) {
            "its emulation\n",
            g_coop ? "available, every MATMUL case also runs on it" : "not on this device");
     test_matmul();
+    test_batch();
     test_split_weights();
     test_f16_range();
     test_bad_mode();
@@ -477,6 +504,8 @@ int main(void) {
                c->name, c->coopmat_khr ? "KHR only" : c->coopmat_nv ? "NV, other shapes" : "none");
     printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
            g_emu_cases);
+    printf("the decode-batch kernel (shaders/matmul_batch.comp, or its emulation) RAN in %d cases\n", g_batch_cases);
+    T_CHECK(g_batch_cases >= 4, "matmul_batch ran in %d cases, expected 4 or more", g_batch_cases);
     printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (mixed: f16 operands, bound %.0e)\n", g_worst[0],
            TOL_F32, g_worst[1], TOL_FAST);
     rlx_backend_destroy(g_vk);
