@@ -30,23 +30,7 @@ layout(constant_id = 7) const uint SPLIT = 1;
 layout(constant_id = 8) const uint TN = 128;
 layout(constant_id = 9) const uint OROWS = 64;
 
-layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
-layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
-layout(set = 1, binding = 1) readonly buffer Wt4 { uvec4 w4[]; }; // F16 rows, 8 values a load
-layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
-layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
-layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT > 1: raw sums
-
-layout(push_constant) uniform Push {
-    uint rows;
-    uint k;
-    uint m_rows;
-    uint m0;
-    uint m;
-    uint row_bytes;
-    uint tok;
-    uint ksplit;
-} p;
+#include "matmul_coop_io.glsl"
 
 #include "dequant.glsl"
 #include "act.glsl"

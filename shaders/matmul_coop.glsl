@@ -57,24 +57,7 @@ layout(constant_id = 8) const uint TN = 64;
 layout(constant_id = 9) const uint OROWS = 64; // output rows combined per round at the end: 64, or 32
                                                // where 64 rows of TN 128 exceed the shared memory
 
-layout(set = 1, binding = 0) readonly buffer X { vec4 x4[]; }; // rows start 16-byte aligned: k % 32 == 0
-layout(set = 1, binding = 1) readonly buffer Wt { uint w_words[]; };
-layout(set = 1, binding = 1) readonly buffer Wt4 { uvec4 w4[]; }; // the same weights, for F16 rows
-layout(set = 1, binding = 1) readonly buffer Wt2 { uvec2 w2[]; }; // and for Q4_K's quants
-layout(set = 1, binding = 2) writeonly buffer O { float o[]; };
-layout(set = 1, binding = 3) readonly buffer Aux { float aux[]; };
-layout(set = 1, binding = 4) writeonly buffer Part { float part[]; }; // SPLIT > 1: raw sums
-
-layout(push_constant) uniform Push {
-    uint rows;
-    uint k;
-    uint m_rows;
-    uint m0;
-    uint m;
-    uint row_bytes;
-    uint tok;
-    uint ksplit; // SPLIT > 1: the k values of one split
-} p;
+#include "matmul_coop_io.glsl"
 
 #include "dequant.glsl"
 #include "act.glsl"
