@@ -381,15 +381,16 @@ static void test_matmul(void) {
 /* Decode batches of F16 weights (shaders/matmul_batch.comp, runtime/vk_plan.c vk_batch_takes), with
  * its emulation on any device: a k step cut short (k 96), subgroups past the weight rows (48 and 144
  * rows at 64 or 128 a workgroup), padding rows (37 tokens of 40 rows), all 64 rows, and 16 k steps
- * (k 1024) for the weight ring to wrap; the emulated runs cycle through its widths, depths and
+ * (k 1024) for the weight ring to wrap; 32 rows or more, which a GPU's plans (RLX_VK_PLANS=gpu) also
+ * send to the tiled kernels at these k; the emulated runs cycle through its widths, depths and
  * splits (matmul_modes), with RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
 static void test_batch(void) {
     int32_t saved = g_opts.matmul_batch;
     g_opts.matmul_batch = 1;
     matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
     matmul_case((mm_case){RLX_DTYPE_F16, 320, 144, 64, 0, true, false}, 64);
-    matmul_case((mm_case){RLX_DTYPE_F16, 1024, 32, 16, 0, true, false}, 16);
-    matmul_case((mm_case){RLX_DTYPE_F16, 256, 64, 24, 0, true, false}, 24);
+    matmul_case((mm_case){RLX_DTYPE_F16, 1024, 32, 33, 0, true, false}, 33);
+    matmul_case((mm_case){RLX_DTYPE_F16, 256, 64, 32, 0, true, false}, 32);
     g_opts.matmul_batch = 0;
     matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
     g_opts.matmul_batch = saved;
