@@ -72,13 +72,13 @@ rlx_status rlx_vk_options_check(const rlx_vk_options *o);
 const char *rlx_vk_env_device(void);
 bool rlx_vk_env_validation(void);
 
-/* The planners' inputs from the options and the device, made once per backend. Planner overrides
- * keep the options' encoding (0 / -1: the plan's default); a plan's own, narrower bound on one
- * falls back to the plan's default there (rlx_vk_tuned_pow2). */
 /* Whether shaders/matmul_batch.comp runs by default (RLX_VK_MATMUL_BATCH unset): not until it is
  * measured faster on a GPU than matmul_coop.comp. */
 #define RLX_VK_MATMUL_BATCH_DEFAULT 0
 
+/* The planners' inputs from the options and the device, made once per backend. Planner overrides
+ * keep the options' encoding (0 / -1: the plan's default); a plan's own, narrower bound on one
+ * falls back to the plan's default there (rlx_vk_tuned_pow2). */
 typedef struct rlx_vk_tuning {
     bool gpu_plans;           /* a GPU's plans: on a GPU, or RLX_VK_PLANS=gpu */
     rlx_vk_coopmat coopmat;   /* resolved: MIXED when unset, OFF on a device without the kernel

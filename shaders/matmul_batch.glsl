@@ -35,8 +35,6 @@ layout(constant_id = 9) const uint OROWS = 64;
 #include "dequant.glsl"
 #include "act.glsl"
 
-#define BIG 16384.0
-
 const uint KB = BK / 16u;      // weight blocks (16 x 16) per k step and subgroup
 const uint S = BK / 8u + 1u;   // x row stride in uvec4, odd: a block's 8 rows on distinct banks
 const uint CPR = BK / 8u;      // chunks of 8 x values per row and step
@@ -139,7 +137,7 @@ void main() {
     fetch_x(0u, rows);
     UNROLL for (uint r = 0u; r < RING; r++) {
         uint kc = k_lo + r * 16u;
-        if (live && r / KB < steps && kc < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
+        if (live && kc < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
     }
     stage_x(0u);
     barrier();

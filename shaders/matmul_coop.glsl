@@ -62,7 +62,6 @@ layout(constant_id = 9) const uint OROWS = 64; // output rows combined per round
 #include "dequant.glsl"
 #include "act.glsl"
 
-#define BIG 16384.0
 #define LO_SCALE 2048.0
 #define MIN_NORMAL 6.103515625e-5 // 2^-14, f16's smallest normal value
 

@@ -3,6 +3,8 @@
 // for values past f16's range. The includer declares the bindings, p, t, split_at, k_lo, k_hi, TM
 // and TN first.
 
+#define BIG 16384.0 // the largest |x| staged in f16: its split parts stay finite in any rounding mode
+
 bool fits(vec4 v) { return all(lessThan(abs(v), vec4(BIG))); }
 
 uvec4 to_f16(vec4 a, vec4 b) {
