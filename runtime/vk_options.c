@@ -31,7 +31,7 @@ static const pow2_knob pow2_knobs[] = {
     POW2_KNOB("RLX_VK_ATTN_WG", attn_wg, 32, 1024),
     POW2_KNOB("RLX_VK_COOPMAT_TM", coopmat_tm, 64, 128),
     POW2_KNOB("RLX_VK_COOPMAT_TN", coopmat_tn, 64, 128),
-    POW2_KNOB("RLX_VK_COOPMAT_DEPTH", coopmat_depth, 1, 2),
+    POW2_KNOB("RLX_VK_COOPMAT_DEPTH", coopmat_depth, 1, 4),
     POW2_KNOB("RLX_VK_COOPMAT_BK", coopmat_bk, 32, 128),
     POW2_KNOB("RLX_VK_COOPMAT_SPLIT", coopmat_split, 1, 64),
     POW2_KNOB("RLX_VK_COOPMAT_GROUPS", coopmat_groups, 1, 65536),

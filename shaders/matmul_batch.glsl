@@ -1,5 +1,5 @@
-// MATMUL of a decode batch (at most 64 rows of x) over F16 weights on cooperative matrices (16 x 16
-// x 16 f16 x f16 -> f32, the mixed mode): out[r, m0 + m] = epilogue(sum_k x[r, k] * w[m, k]).
+// MATMUL of a decode batch (at most 64 rows of x) over F16 or Q4_K weights on cooperative matrices
+// (16 x 16 x 16 f16 x f16 -> f32, the mixed mode): out[r, m0 + m] = epilogue(sum_k x[r, k] w[m, k]).
 // Bindings, push constants, spec ids and split-k partials are matmul_coop.glsl's, so the host
 // emits both alike; runtime/vk_plan.c vk_batch_takes says where this one runs. Included by
 // matmul_batch.comp (VK_NV_cooperative_matrix) and matmul_batch_emu.comp (the matrix operations by
@@ -7,16 +7,19 @@
 //
 // Why not matmul_coop.glsl: at 64 rows its workgroups wait on one k step's loads at a time (each
 // step's weights pass through registers and shared memory between two barriers), so the weights
-// stream at a third of the memory's rate. Here:
-//  - each subgroup owns 16 weight rows (TN / 16 subgroups) and all 64 x rows (4 accumulators), and
-//    loads its weight blocks straight from the buffer into cooperative operands, DEPTH k steps
-//    ahead (a ring of DEPTH x BK / 16 operands in registers), so its loads stay in flight across
-//    the barriers;
-//  - only x goes through shared memory (f32 -> f16, double-buffered: one barrier per k step), and
-//    each staged x tile feeds TN weight rows.
-// Spec TN (64 or 128; WG = 2 TN), BK (64), DEPTH (1 or 2), SPLIT (k ranges, as matmul_coop.glsl);
-// TM is 64, PREC 0, W_TYPE F16, weight rows a multiple of 16 (the plan's rule); OROWS is unused.
-// x values at or past 16384 (f16 overflow) send the tile to the f32 loop, as in matmul_coop.glsl.
+// stream at a third of the memory's rate. Here each subgroup owns 16 weight rows (TN / 16
+// subgroups) and all 64 x rows (4 accumulators), and keeps its own weight loads DEPTH k steps ahead,
+// in flight across the workgroup's barriers:
+//  - F16: its weight blocks go straight from the buffer into cooperative operands (a ring of
+//    DEPTH x BK / 16 operands in registers);
+//  - Q4_K: each lane holds 16 quant bytes and its row's block header per step (a ring of DEPTH),
+//    decodes them into the subgroup's own 16 rows of shared memory, and the subgroup loads its
+//    operands from there after a subgroup barrier: no workgroup barrier waits on a weight decode.
+// Only x goes through shared memory for the whole workgroup (f32 -> f16, double-buffered: one
+// barrier per k step), and each staged x tile feeds TN weight rows.
+// Spec TN (64 or 128; WG = 2 TN), BK (64), DEPTH (1, 2 or 4), SPLIT (k ranges, as matmul_coop.glsl);
+// TM is 64, PREC 0, weight rows a multiple of 16 (the plan's rule); OROWS is unused. x values, or
+// decoded weights, at or past 16384 (f16 overflow) send the tile to the f32 loop, as in matmul_coop.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -42,13 +45,18 @@ const uint XBUF = TM * S;      // one x buffer; two, then the result rounds
 const uint CS = 16u / 4u + 1u; // result row stride in uvec4 (16 floats and one pad)
 const uint X_PER = TM * CPR / WG;
 const uint RING = DEPTH * KB;
+const bool Q4K = W_TYPE == T_Q4_K;
+const uint WREG = 2u * XBUF;                      // Q4_K: the subgroups' decoded weight rows, 16 each
+const uint OPS = Q4K ? WREG + TN * S : 2u * XBUF; // the operands; the result rounds reuse the space
+const uint OUTS = (TN / 16u) * 16u * CS;
 
-shared uvec4 smem[2u * XBUF > (TN / 16u) * 16u * CS ? 2u * XBUF : (TN / 16u) * 16u * CS];
+shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
 shared uint s_bad;
 
 uint t;
 uint split_at, k_lo, k_hi;
 vec4 xr[X_PER * 2u]; // the next step's x values
+uvec4 qraw[DEPTH], hraw[DEPTH]; // Q4_K: this lane's quant bytes and block header, DEPTH steps ahead
 bool bad = false;
 
 #include "coop_ops.glsl"
@@ -81,6 +89,40 @@ accum muladd_w(operand a, wblock b, accum c) {
 #define LOAD_W(m, at, stride) coopMatLoadNV(m, w4, at, stride, true)
 #define MULADD_W(a, b, c) coopMatMulAddNV(a, b, c)
 #endif
+
+#ifdef RLX_COOP_EMULATE
+#define SYNC_W() barrier() // emulated subgroups span several of the device's
+#else
+#define SYNC_W() subgroupBarrier()
+#endif
+
+// Q4_K: the raw weights of step s into ring slot d. Lane l takes weight row n0 + l / 2 and 16 of
+// the 32 quant bytes of the step's 64-value group (half l % 2): bytes 16 h .. hold values 16 h ..
+// (low nibbles, sub-block 2 grp) and 32 + 16 h .. (high nibbles, sub-block 2 grp + 1). Blocks are
+// 144 bytes in rows of whole blocks from 16-aligned bindings: one 16-byte load each.
+void fetch_w_q4k(uint d, uint s, uint n0) {
+    uint lane = t % 32u, kc = k_lo + s * BK, b = (n0 + lane / 2u) * p.row_bytes + (kc >> 8) * 144u;
+    hraw[d] = w4[b >> 4];
+    qraw[d] = w4[(b + 16u + 32u * ((kc & 255u) >> 6) + 16u * (lane % 2u)) >> 4];
+}
+
+// Q4_K: ring slot d (step s) decoded, d * scale * q - dmin * min, into subgroup g's weight rows.
+void stage_w_q4k(uint d, uint s, uint g) {
+    uint lane = t % 32u, grp = ((k_lo + s * BK) & 255u) >> 6;
+    uvec4 hd = hraw[d], q = qraw[d];
+    vec2 dm = unpackHalf2x16(hd.x), s0 = vec2(k4_scale_min_words(hd.yzw, 2u * grp)),
+         s1 = vec2(k4_scale_min_words(hd.yzw, 2u * grp + 1u));
+    float d0 = dm.x * s0.x, m0 = dm.y * s0.y, d1 = dm.x * s1.x, m1 = dm.y * s1.y;
+    uint at = WREG + (g * 16u + lane / 2u) * S + 2u * (lane % 2u);
+    UNROLL for (uint h = 0u; h < 2u; h++) { // low nibbles to chunks 2 half .., high ones 4 further
+        float dd = h == 0u ? d0 : d1, mm = h == 0u ? m0 : m1;
+        vec4 a = dd * nib4(q.x, h) - mm, b = dd * nib4(q.y, h) - mm;
+        vec4 c = dd * nib4(q.z, h) - mm, e = dd * nib4(q.w, h) - mm;
+        bad = bad || !fits(a) || !fits(b) || !fits(c) || !fits(e);
+        smem[at + 4u * h] = to_f16(a, b);
+        smem[at + 4u * h + 1u] = to_f16(c, e);
+    }
+}
 
 // Round i of the results: x rows 16 i .. + 16 of the subgroup's 16 weight rows from n0, stored at
 // smem[at] just before; the barriers keep each round's space apart from the next one's.
@@ -119,6 +161,23 @@ void stage_x(uint b) {
     }
 }
 
+// The step's products of weight operand B with the 16-row blocks of x that hold valid rows.
+#define MUL_X(B, MUL)                                                                                  \
+    LOAD(a, xb + kb * 2u, false);                                                                      \
+    c0 = MUL(a, B, c0);                                                                                \
+    if (rows > 16u) {                                                                                  \
+        LOAD(a, xb + 16u * S + kb * 2u, false);                                                        \
+        c1 = MUL(a, B, c1);                                                                            \
+    }                                                                                                  \
+    if (rows > 32u) {                                                                                  \
+        LOAD(a, xb + 32u * S + kb * 2u, false);                                                        \
+        c2 = MUL(a, B, c2);                                                                            \
+    }                                                                                                  \
+    if (rows > 48u) {                                                                                  \
+        LOAD(a, xb + 48u * S + kb * 2u, false);                                                        \
+        c3 = MUL(a, B, c3);                                                                            \
+    }
+
 void main() {
     t = gl_LocalInvocationID.x;
     uint tiles = (p.m_rows + TN - 1u) / TN, gid = group_id() % tiles;
@@ -132,12 +191,14 @@ void main() {
     uint steps = (k_hi - k_lo + BK - 1u) / BK;
     ACCUM c0 = ACCUM_ZERO;
     ACCUM c1 = c0, c2 = c0, c3 = c0;
-    OPERAND a;
-    WOPERAND wb[RING]; // ring: the weight blocks of the next DEPTH steps
+    OPERAND a, bw;
+    WOPERAND wb[Q4K ? 1u : RING]; // F16: the weight blocks of the next DEPTH steps
     fetch_x(0u, rows);
-    UNROLL for (uint r = 0u; r < RING; r++) {
-        uint kc = k_lo + r * 16u;
-        if (live && kc < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
+    UNROLL for (uint r = 0u; r < (Q4K ? DEPTH : RING); r++) {
+        uint kc = k_lo + r * (Q4K ? BK : 16u);
+        if (!live || kc >= k_hi) continue;
+        if (Q4K) fetch_w_q4k(r, r, n0);
+        else LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
     }
     stage_x(0u);
     barrier();
@@ -146,26 +207,23 @@ void main() {
             uint s = s0 + d;
             if (s >= steps) continue; // uniform
             if (s + 1u < steps) fetch_x(s + 1u, rows);
+            if (Q4K) { // the previous step's readers of the rows passed the last barrier
+                if (live) stage_w_q4k(d, s, g);
+                if (live && s + DEPTH < steps) fetch_w_q4k(d, s + DEPTH, n0);
+                SYNC_W();
+            }
             uint xb = (s % 2u) * XBUF;
             UNROLL for (uint kb = 0u; kb < KB; kb++) {
                 uint kc = k_lo + s * BK + kb * 16u, r = d * KB + kb, next = kc + DEPTH * BK;
                 if (live && kc < k_hi) { // uniform in the subgroup; blocks of x rows past the valid ones stay 0
-                    LOAD(a, xb + kb * 2u, false);
-                    c0 = MULADD_W(a, wb[r], c0);
-                    if (rows > 16u) {
-                        LOAD(a, xb + 16u * S + kb * 2u, false);
-                        c1 = MULADD_W(a, wb[r], c1);
-                    }
-                    if (rows > 32u) {
-                        LOAD(a, xb + 32u * S + kb * 2u, false);
-                        c2 = MULADD_W(a, wb[r], c2);
-                    }
-                    if (rows > 48u) {
-                        LOAD(a, xb + 48u * S + kb * 2u, false);
-                        c3 = MULADD_W(a, wb[r], c3);
+                    if (Q4K) {
+                        LOAD(bw, WREG + g * 16u * S + kb * 2u, true); // w rows are the columns of B
+                        MUL_X(bw, MULADD);
+                    } else {
+                        MUL_X(wb[r], MULADD_W);
                     }
                 }
-                if (live && next < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + next * 2u) >> 4, stride);
+                if (!Q4K && live && next < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + next * 2u) >> 4, stride);
             }
             if (s + 1u < steps) { // the other buffer's readers passed the last barrier
                 stage_x((s + 1u) % 2u);

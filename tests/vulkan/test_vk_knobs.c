@@ -39,7 +39,7 @@ static const knob_case cases[] = {
     {"RLX_VK_ATTN_WG", {"16", "2048", "96", "x"}, {"32", "1024"}},
     {"RLX_VK_COOPMAT_TM", {"32", "256", "96", "0"}, {"64", "128"}},
     {"RLX_VK_COOPMAT_TN", {"32", "256", "96", "0"}, {"64", "128"}},
-    {"RLX_VK_COOPMAT_DEPTH", {"4", "3", "0", "deep"}, {"1", "2"}},
+    {"RLX_VK_COOPMAT_DEPTH", {"8", "3", "0", "deep"}, {"1", "4"}},
     {"RLX_VK_COOPMAT_BK", {"16", "256", "96", "0"}, {"32", "128"}},
     {"RLX_VK_COOPMAT_SPLIT", {"128", "3", "0", "x"}, {"1", "64"}},
     {"RLX_VK_COOPMAT_GROUPS", {"131072", "300", "0", "many"}, {"1", "65536"}},

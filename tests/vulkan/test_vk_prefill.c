@@ -209,7 +209,8 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         int v = modes[m].emulated ? emulated++ : calls;
         /* emulated runs come in pairs (exact, mixed): the pair's tile heights swap every call, so
          * that each mode meets both */
-        uint32_t tm = (modes[m].emulated ? v + v / 2 : v) % 2 ? 128 : 64, depth = v / 2 % 2 ? 2 : 1,
+        uint32_t tm = (modes[m].emulated ? v + v / 2 : v) % 2 ? 128 : 64,
+                 depth = g_batch && v / 2 % 3 == 2 ? 4 : v / 2 % 2 ? 2 : 1, /* 4: matmul_batch only */
                  split = v % 3 == 1 ? 4 : 1, tn = v / 4 % 2 ? 128 : 64; /* TN 128: the mixed modes only */
         vkt_graph t;
         vkt_graph_init(&t);
@@ -273,9 +274,10 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    /* runtime/vk_plan.c vk_batch_takes: F16, 64 rows or fewer, weight rows in blocks of 16 (one part) */
+    /* runtime/vk_plan.c vk_batch_takes: F16 or Q4_K, 64 rows or fewer, weight rows in blocks of 16
+     * (one part) */
     bool batch_on = g_opts.matmul_batch > 0 || (g_opts.matmul_batch < 0 && RLX_VK_MATMUL_BATCH_DEFAULT);
-    g_batch = c.type == RLX_DTYPE_F16 && c.rows <= 64 && c.m % 16 == 0 && batch_on;
+    g_batch = (c.type == RLX_DTYPE_F16 || c.type == RLX_DTYPE_Q4_K) && c.rows <= 64 && c.m % 16 == 0 && batch_on;
     matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu,
                  c.type == RLX_DTYPE_F16 || c.decode_in_kernel || c.rows <= 64);
     g_batch = false;
@@ -378,12 +380,13 @@ static void test_matmul(void) {
     }
 }
 
-/* Decode batches of F16 weights (shaders/matmul_batch.comp, runtime/vk_plan.c vk_batch_takes), with
- * its emulation on any device: a k step cut short (k 96), subgroups past the weight rows (48 and 144
- * rows at 64 or 128 a workgroup), padding rows (37 tokens of 40 rows), all 64 rows, and 16 k steps
- * (k 1024) for the weight ring to wrap; 32 rows or more, which a GPU's plans (RLX_VK_PLANS=gpu) also
- * send to the tiled kernels at these k; the emulated runs cycle through its widths, depths and
- * splits (matmul_modes), with RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
+/* Decode batches of F16 and Q4_K weights (shaders/matmul_batch.comp, runtime/vk_plan.c
+ * vk_batch_takes), with its emulation on any device: a k step cut short (F16 k 96), subgroups past
+ * the weight rows (48 and 144 rows at 64 or 128 a workgroup), padding rows (37 tokens of 40 rows),
+ * all 64 rows, and 16 k steps (k 1024) for the weight ring to wrap, Q4_K's over 4 blocks a row; 32
+ * rows or more, which a GPU's plans (RLX_VK_PLANS=gpu) also send to the tiled kernels at these k;
+ * the emulated runs cycle through its widths, depths and splits (matmul_modes), with
+ * RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
 static void test_batch(void) {
     int32_t saved = g_opts.matmul_batch;
     g_opts.matmul_batch = 1;
@@ -391,6 +394,9 @@ static void test_batch(void) {
     matmul_case((mm_case){RLX_DTYPE_F16, 320, 144, 64, 0, true, false}, 64);
     matmul_case((mm_case){RLX_DTYPE_F16, 1024, 32, 33, 0, true, false}, 33);
     matmul_case((mm_case){RLX_DTYPE_F16, 256, 64, 32, 0, true, false}, 32);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 256, 48, 40, 0, true, false}, 37);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 1024, 144, 64, 0, true, false}, 64);
+    matmul_case((mm_case){RLX_DTYPE_Q4_K, 768, 32, 33, 0, true, false}, 33);
     g_opts.matmul_batch = 0;
     matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
     g_opts.matmul_batch = saved;
@@ -506,7 +512,7 @@ int main(void) {
     printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
            g_emu_cases);
     printf("the decode-batch kernel (shaders/matmul_batch.comp, or its emulation) RAN in %d cases\n", g_batch_cases);
-    T_CHECK(g_batch_cases >= 4, "matmul_batch ran in %d cases, expected 4 or more", g_batch_cases);
+    T_CHECK(g_batch_cases >= 7, "matmul_batch ran in %d cases, expected 7 or more", g_batch_cases);
     printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (mixed: f16 operands, bound %.0e)\n", g_worst[0],
            TOL_F32, g_worst[1], TOL_FAST);
     rlx_backend_destroy(g_vk);
