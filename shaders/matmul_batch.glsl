@@ -1,5 +1,6 @@
-// MATMUL of a decode batch (at most 64 rows of x) over F16 or Q4_K weights on cooperative matrices
-// (16 x 16 x 16 f16 x f16 -> f32, the mixed mode): out[r, m0 + m] = epilogue(sum_k x[r, k] w[m, k]).
+// MATMUL of a decode batch (at most 64 rows of x) over F16, Q4_K or Q6_K weights on cooperative
+// matrices (16 x 16 x 16 f16 x f16 -> f32, the mixed mode):
+// out[r, m0 + m] = epilogue(sum_k x[r, k] w[m, k]).
 // Bindings, push constants, spec ids and split-k partials are matmul_coop.glsl's, so the host
 // emits both alike; runtime/vk_plan.c vk_batch_takes says where this one runs. Included by
 // matmul_batch.comp (VK_NV_cooperative_matrix) and matmul_batch_emu.comp (the matrix operations by
@@ -12,9 +13,9 @@
 // in flight across the workgroup's barriers:
 //  - F16: its weight blocks go straight from the buffer into cooperative operands (a ring of
 //    DEPTH x BK / 16 operands in registers);
-//  - Q4_K: each lane holds 16 quant bytes and its row's block header per step (a ring of DEPTH),
-//    decodes them into the subgroup's own 16 rows of shared memory, and the subgroup loads its
-//    operands from there after a subgroup barrier: no workgroup barrier waits on a weight decode.
+//  - Q4_K, Q6_K: each lane holds its raw words of 32 values per step (a ring of DEPTH), decodes
+//    them into the subgroup's own 16 rows of shared memory, and the subgroup loads its operands
+//    from there after a subgroup barrier: no workgroup barrier waits on a weight decode.
 // Only x goes through shared memory for the whole workgroup (f32 -> f16, double-buffered: one
 // barrier per k step), and each staged x tile feeds TN weight rows.
 // Spec TN (64 or 128; WG = 2 TN), BK (64), DEPTH (1, 2 or 4), SPLIT (k ranges, as matmul_coop.glsl);
@@ -45,9 +46,10 @@ const uint XBUF = TM * S;      // one x buffer; two, then the result rounds
 const uint CS = 16u / 4u + 1u; // result row stride in uvec4 (16 floats and one pad)
 const uint X_PER = TM * CPR / WG;
 const uint RING = DEPTH * KB;
-const bool Q4K = W_TYPE == T_Q4_K;
-const uint WREG = 2u * XBUF;                      // Q4_K: the subgroups' decoded weight rows, 16 each
-const uint OPS = Q4K ? WREG + TN * S : 2u * XBUF; // the operands; the result rounds reuse the space
+const bool KQ = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K; // decoded in shared memory
+const uint KRAW = W_TYPE == T_Q6_K ? 18u : 8u;        // raw words per lane and step
+const uint WREG = 2u * XBUF;                          // KQ: the subgroups' decoded weight rows, 16 each
+const uint OPS = KQ ? WREG + TN * S : 2u * XBUF;      // the operands; the result rounds reuse the space
 const uint OUTS = (TN / 16u) * 16u * CS;
 
 shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
@@ -56,7 +58,7 @@ shared uint s_bad;
 uint t;
 uint split_at, k_lo, k_hi;
 vec4 xr[X_PER * 2u]; // the next step's x values
-uvec4 qraw[DEPTH], hraw[DEPTH]; // Q4_K: this lane's quant bytes and block header, DEPTH steps ahead
+uint kraw[DEPTH * KRAW]; // KQ: this lane's raw weight words, DEPTH steps ahead
 bool bad = false;
 
 #include "coop_ops.glsl"
@@ -96,32 +98,83 @@ accum muladd_w(operand a, wblock b, accum c) {
 #define SYNC_W() subgroupBarrier()
 #endif
 
-// Q4_K: the raw weights of step s into ring slot d. Lane l takes weight row n0 + l / 2 and 16 of
-// the 32 quant bytes of the step's 64-value group (half l % 2): bytes 16 h .. hold values 16 h ..
-// (low nibbles, sub-block 2 grp) and 32 + 16 h .. (high nibbles, sub-block 2 grp + 1). Blocks are
-// 144 bytes in rows of whole blocks from 16-aligned bindings: one 16-byte load each.
-void fetch_w_q4k(uint d, uint s, uint n0) {
-    uint lane = t % 32u, kc = k_lo + s * BK, b = (n0 + lane / 2u) * p.row_bytes + (kc >> 8) * 144u;
-    hraw[d] = w4[b >> 4];
-    qraw[d] = w4[(b + 16u + 32u * ((kc & 255u) >> 6) + 16u * (lane % 2u)) >> 4];
+// K-quant weights (Q4_K, Q6_K): lane l decodes 32 values of weight row n0 + l / 2 per k step, those
+// at 16 h .. and 32 + 16 h .. (h = l % 2) of the step's 64-value group, whose bytes sit together
+// in both formats. Its raw words wait in ring slot d (KRAW words) from DEPTH steps ahead.
+
+// The byte address of row n0 + l / 2's block at k column kc.
+uint kq_block(uint n0, uint kc) { return (n0 + (t % 32u) / 2u) * p.row_bytes + (kc >> 8) * block_bytes(); }
+
+// Q4_K (144-byte blocks in rows of whole blocks from 16-aligned bindings): the header (d, dmin,
+// the 12 scale bytes) and the half's 16 quant bytes of group j (low nibbles: sub-block 2 j, high
+// ones: 2 j + 1), one 16-byte load each.
+void fetch_w_q4k(uint at, uint b, uint j) {
+    uvec4 hd = w4[b >> 4], q = w4[(b + 16u + 32u * j + 16u * (t % 2u)) >> 4];
+    kraw[at] = hd.x, kraw[at + 1u] = hd.y, kraw[at + 2u] = hd.z, kraw[at + 3u] = hd.w;
+    kraw[at + 4u] = q.x, kraw[at + 5u] = q.y, kraw[at + 6u] = q.z, kraw[at + 7u] = q.w;
 }
 
-// Q4_K: ring slot d (step s) decoded, d * scale * q - dmin * min, into subgroup g's weight rows.
-void stage_w_q4k(uint d, uint s, uint g) {
-    uint lane = t % 32u, grp = ((k_lo + s * BK) & 255u) >> 6;
-    uvec4 hd = hraw[d], q = qraw[d];
-    vec2 dm = unpackHalf2x16(hd.x), s0 = vec2(k4_scale_min_words(hd.yzw, 2u * grp)),
-         s1 = vec2(k4_scale_min_words(hd.yzw, 2u * grp + 1u));
-    float d0 = dm.x * s0.x, m0 = dm.y * s0.y, d1 = dm.x * s1.x, m1 = dm.y * s1.y;
-    uint at = WREG + (g * 16u + lane / 2u) * S + 2u * (lane % 2u);
-    UNROLL for (uint h = 0u; h < 2u; h++) { // low nibbles to chunks 2 half .., high ones 4 further
-        float dd = h == 0u ? d0 : d1, mm = h == 0u ? m0 : m1;
-        vec4 a = dd * nib4(q.x, h) - mm, b = dd * nib4(q.y, h) - mm;
-        vec4 c = dd * nib4(q.z, h) - mm, e = dd * nib4(q.w, h) - mm;
-        bad = bad || !fits(a) || !fits(b) || !fits(c) || !fits(e);
-        smem[at + 4u * h] = to_f16(a, b);
-        smem[at + 4u * h + 1u] = to_f16(c, e);
+// Q6_K (210-byte blocks, so only 2-aligned): the 5 words over each 16 bytes the half needs, funnelled
+// at decode (q6k_word): the low 4 bits of both quadrants (ql), their high 2 bits (qh), the 4 scale
+// bytes of the group and the word holding d.
+void fetch_w_q6k(uint at, uint b, uint j) {
+    uint n = j >> 1, h = t % 2u;
+    uint from[3] = uint[3](b + 64u * n + 16u * h, b + 64u * n + 32u + 16u * h, b + 128u + 32u * n + 16u * h);
+    UNROLL for (uint c = 0u; c < 3u; c++)
+        UNROLL for (uint i = 0u; i < 5u; i++) kraw[at + 5u * c + i] = w_words[(from[c] >> 2) + i];
+    uint sc = (b + 192u + 8u * n + 4u * (j & 1u)) >> 2;
+    kraw[at + 15u] = w_words[sc];
+    kraw[at + 16u] = w_words[sc + 1u];
+    kraw[at + 17u] = w_words[(b + 208u) >> 2];
+}
+
+void fetch_w_kq(uint d, uint s, uint n0) {
+    uint kc = k_lo + s * BK, b = kq_block(n0, kc), j = (kc & 255u) >> 6;
+    if (W_TYPE == T_Q4_K) fetch_w_q4k(d * KRAW, b, j);
+    else fetch_w_q6k(d * KRAW, b, j);
+}
+
+// Word i of 16 bytes that start 2 bytes into their first word (odd) or at it.
+uint q6k_word(uint at, uint i, bool odd) {
+    return odd ? (kraw[at + i] >> 16) | (kraw[at + i + 1u] << 16) : kraw[at + i];
+}
+
+// The lane's 32 values (first, second: 16 each) into subgroup g's weight rows, and the range check.
+void put_w(uint g, vec4 f[8]) {
+    uint at = WREG + (g * 16u + (t % 32u) / 2u) * S + 2u * (t % 2u);
+    UNROLL for (uint i = 0u; i < 8u; i++) bad = bad || !fits(f[i]);
+    smem[at] = to_f16(f[0], f[1]);
+    smem[at + 1u] = to_f16(f[2], f[3]);
+    smem[at + 4u] = to_f16(f[4], f[5]);
+    smem[at + 5u] = to_f16(f[6], f[7]);
+}
+
+// Ring slot d (step s) decoded into subgroup g's weight rows: Q4_K d * scale * q - dmin * min per
+// sub-block; Q6_K d * scale * (q - 32) per 16 values.
+void stage_w_kq(uint d, uint s, uint g, uint n0) {
+    uint kc = k_lo + s * BK, j = (kc & 255u) >> 6, at = d * KRAW, h = t % 2u;
+    vec4 f[8];
+    if (W_TYPE == T_Q4_K) {
+        uvec3 sc = uvec3(kraw[at + 1u], kraw[at + 2u], kraw[at + 3u]);
+        vec2 dm = unpackHalf2x16(kraw[at]), s0 = vec2(k4_scale_min_words(sc, 2u * j)),
+             s1 = vec2(k4_scale_min_words(sc, 2u * j + 1u));
+        UNROLL for (uint i = 0u; i < 4u; i++) {
+            f[i] = dm.x * s0.x * nib4(kraw[at + 4u + i], 0u) - dm.y * s0.y;
+            f[4u + i] = dm.x * s1.x * nib4(kraw[at + 4u + i], 1u) - dm.y * s1.y;
+        }
+    } else {
+        bool odd = (kq_block(n0, kc) & 2u) != 0u; // every field's address has the block's parity
+        uint sw = q6k_word(at, 15u, odd), c = j & 1u;
+        float dd = unpackHalf2x16(odd ? kraw[at + 17u] >> 16 : kraw[at + 17u]).x;
+        float sa = dd * float(bitfieldExtract(int(sw), int(8u * h), 8)),
+              sb = dd * float(bitfieldExtract(int(sw), int(8u * h + 16u), 8));
+        UNROLL for (uint i = 0u; i < 4u; i++) {
+            uint qa = q6k_word(at, i, odd), qb = q6k_word(at + 5u, i, odd), qh = q6k_word(at + 10u, i, odd);
+            f[i] = sa * (nib4(qa, c) + 16.0 * crumb4(qh, 4u * c) - 32.0);
+            f[4u + i] = sb * (nib4(qb, c) + 16.0 * crumb4(qh, 4u * c + 2u) - 32.0);
+        }
     }
+    put_w(g, f);
 }
 
 // Round i of the results: x rows 16 i .. + 16 of the subgroup's 16 weight rows from n0, stored at
@@ -192,12 +245,12 @@ void main() {
     ACCUM c0 = ACCUM_ZERO;
     ACCUM c1 = c0, c2 = c0, c3 = c0;
     OPERAND a, bw;
-    WOPERAND wb[Q4K ? 1u : RING]; // F16: the weight blocks of the next DEPTH steps
+    WOPERAND wb[KQ ? 1u : RING]; // F16: the weight blocks of the next DEPTH steps
     fetch_x(0u, rows);
-    UNROLL for (uint r = 0u; r < (Q4K ? DEPTH : RING); r++) {
-        uint kc = k_lo + r * (Q4K ? BK : 16u);
+    UNROLL for (uint r = 0u; r < (KQ ? DEPTH : RING); r++) {
+        uint kc = k_lo + r * (KQ ? BK : 16u);
         if (!live || kc >= k_hi) continue;
-        if (Q4K) fetch_w_q4k(r, r, n0);
+        if (KQ) fetch_w_kq(r, r, n0);
         else LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
     }
     stage_x(0u);
@@ -207,23 +260,23 @@ void main() {
             uint s = s0 + d;
             if (s >= steps) continue; // uniform
             if (s + 1u < steps) fetch_x(s + 1u, rows);
-            if (Q4K) { // the previous step's readers of the rows passed the last barrier
-                if (live) stage_w_q4k(d, s, g);
-                if (live && s + DEPTH < steps) fetch_w_q4k(d, s + DEPTH, n0);
+            if (KQ) { // the previous step's readers of the rows passed the last barrier
+                if (live) stage_w_kq(d, s, g, n0);
+                if (live && s + DEPTH < steps) fetch_w_kq(d, s + DEPTH, n0);
                 SYNC_W();
             }
             uint xb = (s % 2u) * XBUF;
             UNROLL for (uint kb = 0u; kb < KB; kb++) {
                 uint kc = k_lo + s * BK + kb * 16u, r = d * KB + kb, next = kc + DEPTH * BK;
                 if (live && kc < k_hi) { // uniform in the subgroup; blocks of x rows past the valid ones stay 0
-                    if (Q4K) {
+                    if (KQ) {
                         LOAD(bw, WREG + g * 16u * S + kb * 2u, true); // w rows are the columns of B
                         MUL_X(bw, MULADD);
                     } else {
                         MUL_X(wb[r], MULADD_W);
                     }
                 }
-                if (!Q4K && live && next < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + next * 2u) >> 4, stride);
+                if (!KQ && live && next < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + next * 2u) >> 4, stride);
             }
             if (s + 1u < steps) { // the other buffer's readers passed the last barrier
                 stage_x((s + 1u) % 2u);

@@ -52,6 +52,7 @@ static int g_coop_cases;  /* cases the cooperative kernel ran */
 static int g_emu_cases;   /* cases its emulation (shaders/matmul_coop_emu.comp) ran */
 static int g_batch_cases; /* cases shaders/matmul_batch.comp or its emulation ran */
 static bool g_batch;      /* the next matmul_modes' mixed runs must dispatch matmul_batch (vk_batch_takes) */
+static bool g_rounded;    /* the next matmul_modes' graph has no value past f16's range (elem_check rounded) */
 static double g_worst[2]; /* worst NMSE: f32-accurate paths, mixed mode */
 
 /* ---- running and comparing ---- */
@@ -87,7 +88,21 @@ typedef struct elem_check {
     float *w; /* dequantized: owned */
     int64_t k, m;
     const prec_model *prec;
+    bool rounded; /* f16 operands and no value past f16's range: the f32 tile must not have run */
 } elem_check;
+
+/* An output within this fraction of sum|x w| of the CPU's is f32-exact: f16 operands leave about
+ * 1e-5 at these k (2^-12 per operand, partly cancelling), f32 accumulation about 1e-8 */
+#define EXACT_REL 1e-6
+
+/* With c->rounded, the outputs of each 16-wide block of weight rows (a subgroup's in the
+ * cooperative kernels) must not be mostly f32-exact: that would mean the kernel's f32 tile
+ * recomputed them, which hides any wrong value its f16 path staged past 16384. */
+static void check_rounded(const char *label, const elem_check *c, int32_t rows, int64_t j0, int exact) {
+    int64_t n = rows * (c->m - j0 < 16 ? c->m - j0 : 16);
+    T_CHECK(2 * exact <= n, "%s: weight rows %lld..: %d of %lld outputs f32-exact: the f32 tile ran", label,
+            (long long)j0, exact, (long long)n);
+}
 
 /* Checks the first `rows` rows of got against want within the header's bound; returns the worst
  * |error| / sum|x w|, and in *bound_ratio the largest bound / sum|x w|. */
@@ -99,22 +114,27 @@ static double check_elements(const char *label, const elem_check *c, const float
     double worst = 0.0;
     int bad = 0;
     *bound_ratio = 0.0;
-    for (int32_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < c->m; j++) {
-            const float *xr = c->x + r * c->k, *wr = c->w + j * c->k;
-            double sxw = 0.0, sxpw = 0.0;
-            for (int64_t i = 0; i < c->k; i++) {
-                sxw += fabs((double)xr[i] * wr[i]);
-                sxpw += fabs((double)xr[i]) + fabs((double)wr[i]);
+    for (int64_t j0 = 0; j0 < c->m; j0 += 16) {
+        int exact = 0;
+        for (int32_t r = 0; r < rows; r++)
+            for (int64_t j = j0; j < j0 + 16 && j < c->m; j++) {
+                const float *xr = c->x + r * c->k, *wr = c->w + j * c->k;
+                double sxw = 0.0, sxpw = 0.0;
+                for (int64_t i = 0; i < c->k; i++) {
+                    sxw += fabs((double)xr[i] * wr[i]);
+                    sxpw += fabs((double)xr[i]) + fabs((double)wr[i]);
+                }
+                double bound = (pxw + acc) * sxw + pabs * sxpw + (double)c->k * pm->abs * pm->abs;
+                double err = fabs((double)got[r * c->m + j] - (double)want[r * c->m + j]);
+                if (!(err <= bound) && bad++ == 0)
+                    T_CHECK(false, "%s: y[%d][%lld] = %.9g, CPU %.9g: |error| %.3e > bound %.3e", label, r,
+                            (long long)j, (double)got[r * c->m + j], (double)want[r * c->m + j], err, bound);
+                if (sxw > 0.0 && err / sxw > worst) worst = err / sxw;
+                if (sxw > 0.0 && bound / sxw > *bound_ratio) *bound_ratio = bound / sxw;
+                exact += err <= EXACT_REL * sxw;
             }
-            double bound = (pxw + acc) * sxw + pabs * sxpw + (double)c->k * pm->abs * pm->abs;
-            double err = fabs((double)got[r * c->m + j] - (double)want[r * c->m + j]);
-            if (!(err <= bound) && bad++ == 0)
-                T_CHECK(false, "%s: y[%d][%lld] = %.9g, CPU %.9g: |error| %.3e > bound %.3e", label, r, (long long)j,
-                        (double)got[r * c->m + j], (double)want[r * c->m + j], err, bound);
-            if (sxw > 0.0 && err / sxw > worst) worst = err / sxw;
-            if (sxw > 0.0 && bound / sxw > *bound_ratio) *bound_ratio = bound / sxw;
-        }
+        if (c->rounded) check_rounded(label, c, rows, j0, exact);
+    }
     T_CHECK(bad == 0, "%s: %d outputs past their error bound", label, bad);
     return worst;
 }
@@ -236,7 +256,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
         if (plain) {
             const rlx_weight *w = &t.w[0];
             ec = (elem_check){t.in[0], malloc(w->ne[0] * w->ne[1] * sizeof(float)), (int64_t)w->ne[0],
-                              (int64_t)w->ne[1], prec};
+                              (int64_t)w->ne[1], prec, mixed && g_rounded};
             if (!ec.w) exit(1);
             rlx_dequantize(w->type, w->data, ec.w, w->ne[0] * w->ne[1]);
         }
@@ -274,13 +294,16 @@ static void matmul_case(mm_case c, int32_t n_tokens) {
     char label[96];
     snprintf(label, sizeof label, "MATMUL %s k=%lld m=%lld rows=%lld n_tok=%d%s", rlx_dtype_name(c.type),
              (long long)c.k, (long long)c.m, (long long)c.rows, n_tokens, c.big > 0 ? " |x|<=4e4" : "");
-    /* runtime/vk_plan.c vk_batch_takes: F16 or Q4_K, 64 rows or fewer, weight rows in blocks of 16
-     * (one part) */
+    /* runtime/vk_plan.c vk_batch_takes: F16, Q4_K or Q6_K, 64 rows or fewer, weight rows in blocks of
+     * 16 (one part) */
     bool batch_on = g_opts.matmul_batch > 0 || (g_opts.matmul_batch < 0 && RLX_VK_MATMUL_BATCH_DEFAULT);
-    g_batch = (c.type == RLX_DTYPE_F16 || c.type == RLX_DTYPE_Q4_K) && c.rows <= 64 && c.m % 16 == 0 && batch_on;
+    bool typed = c.type == RLX_DTYPE_F16 || c.type == RLX_DTYPE_Q4_K || c.type == RLX_DTYPE_Q6_K;
+    g_batch = typed && c.rows <= 64 && c.m % 16 == 0 && batch_on;
+    g_rounded = c.big == 0;
     matmul_modes(label, build_matmul, &c, n_tokens, true, c.emu,
                  c.type == RLX_DTYPE_F16 || c.decode_in_kernel || c.rows <= 64);
     g_batch = false;
+    g_rounded = false;
 }
 
 /* A Q8_0 weight whose scales put its values past f16's range (|v| up to 32768 * 127): with more
@@ -380,10 +403,11 @@ static void test_matmul(void) {
     }
 }
 
-/* Decode batches of F16 and Q4_K weights (shaders/matmul_batch.comp, runtime/vk_plan.c
+/* Decode batches of F16, Q4_K and Q6_K weights (shaders/matmul_batch.comp, runtime/vk_plan.c
  * vk_batch_takes), with its emulation on any device: a k step cut short (F16 k 96), subgroups past
  * the weight rows (48 and 144 rows at 64 or 128 a workgroup), padding rows (37 tokens of 40 rows),
- * all 64 rows, and 16 k steps (k 1024) for the weight ring to wrap, Q4_K's over 4 blocks a row; 32
+ * all 64 rows, and 16 k steps (k 1024) for the weight ring to wrap, the K-quants' over 4 blocks a
+ * row (Q6_K's 210-byte blocks at both word parities: odd blocks start 2 bytes into a word); 32
  * rows or more, which a GPU's plans (RLX_VK_PLANS=gpu) also send to the tiled kernels at these k;
  * the emulated runs cycle through its widths, depths and splits (matmul_modes), with
  * RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
@@ -397,6 +421,9 @@ static void test_batch(void) {
     matmul_case((mm_case){RLX_DTYPE_Q4_K, 256, 48, 40, 0, true, false}, 37);
     matmul_case((mm_case){RLX_DTYPE_Q4_K, 1024, 144, 64, 0, true, false}, 64);
     matmul_case((mm_case){RLX_DTYPE_Q4_K, 768, 32, 33, 0, true, false}, 33);
+    matmul_case((mm_case){RLX_DTYPE_Q6_K, 256, 48, 40, 0, true, false}, 37);
+    matmul_case((mm_case){RLX_DTYPE_Q6_K, 1024, 144, 64, 0, true, false}, 64);
+    matmul_case((mm_case){RLX_DTYPE_Q6_K, 768, 32, 33, 0, true, false}, 33);
     g_opts.matmul_batch = 0;
     matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
     g_opts.matmul_batch = saved;
@@ -512,7 +539,7 @@ int main(void) {
     printf("its emulation (shaders/matmul_coop_emu.comp: staging, splits, edges, epilogues) RAN in %d cases\n",
            g_emu_cases);
     printf("the decode-batch kernel (shaders/matmul_batch.comp, or its emulation) RAN in %d cases\n", g_batch_cases);
-    T_CHECK(g_batch_cases >= 7, "matmul_batch ran in %d cases, expected 7 or more", g_batch_cases);
+    T_CHECK(g_batch_cases >= 10, "matmul_batch ran in %d cases, expected 10 or more", g_batch_cases);
     printf("worst NMSE: %.2e (f32-accurate paths, bound %.0e), %.2e (mixed: f16 operands, bound %.0e)\n", g_worst[0],
            TOL_F32, g_worst[1], TOL_FAST);
     rlx_backend_destroy(g_vk);
