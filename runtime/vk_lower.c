@@ -285,7 +285,7 @@ static vk_coop_plan coop_part_plan(const rlx_program *p, rlx_node mm, const coop
     uint64_t k = (uint64_t)last_dim(x), rows = (uint64_t)x->numel / k;
     *type = u->f16_rows ? RLX_DTYPE_F16 : matrix_of(p, in1(p, mm)).type;
     *batch = vk_batch_takes(p, u->mode, *type, rows, part_rows);
-    if (*batch) return vk_batch_plan_make(p, *type, part_rows, k);
+    if (*batch) return vk_batch_plan_make(p, part_rows, k);
     return vk_coop_plan_make(p, part_rows, rows, k, vk_coop_prec(u->mode, *type));
 }
 

@@ -75,11 +75,10 @@ static uint64_t coop_shared(uint64_t tm, uint64_t tn, uint64_t bk, uint32_t prec
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
-/* Shared memory of shaders/matmul_batch.glsl in bytes (TM 64, BK 64): two x buffers, with Q4_K or
- * Q6_K each subgroup's 16 decoded weight rows, or the result rounds, whichever is larger; its flag. */
-static uint64_t batch_shared(uint32_t type, uint64_t tn) {
-    bool kq = type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
-    uint64_t s = 64 / 8 + 1, ops = (2 * 64 + (kq ? tn : 0)) * s, outs = tn * (16 / 4 + 1);
+/* Shared memory of shaders/matmul_batch.glsl in bytes (TM 64, BK 64): two x buffers and each
+ * subgroup's 16 weight rows, or the result rounds, whichever is larger; its flag. */
+static uint64_t batch_shared(uint64_t tn) {
+    uint64_t s = 64 / 8 + 1, ops = (2 * 64 + tn) * s, outs = tn * (16 / 4 + 1);
     return (ops > outs ? ops : outs) * 16 + 4;
 }
 
@@ -135,28 +134,28 @@ vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_
     return plan;
 }
 
-/* shaders/matmul_batch.comp (a decode batch over F16, Q4_K or Q6_K weights: each subgroup keeps its own
- * weight loads a few k steps ahead) for at most 64 rows of x in the mixed modes, weight rows in
- * whole blocks of 16; not in deterministic mode (its choice follows the row count).
+/* shaders/matmul_batch.comp (a decode batch over F16, Q4_K or Q6_K weights: each subgroup keeps
+ * its own weight loads a few k steps ahead) for at most 64 rows of x in the mixed modes, weight
+ * rows in whole blocks of 16; not in deterministic mode (its choice follows the row count).
  * RLX_VK_MATMUL_BATCH=0 keeps matmul_coop.comp, 1 takes it wherever it runs; unset, it runs where
  * RLX_VK_MATMUL_BATCH_DEFAULT says. */
 bool vk_batch_takes(const rlx_program *p, vk_coop_mode mode, uint32_t type, uint64_t rows, uint64_t part_rows) {
     int32_t knob = p->b->tuning.matmul_batch;
     bool typed = type == RLX_DTYPE_F16 || type == RLX_DTYPE_Q4_K || type == RLX_DTYPE_Q6_K;
     bool runs = (mode == COOP_MIXED || mode == COOP_EMULATE_MIXED) && typed && rows <= 64 && part_rows % 16 == 0 &&
-                p->b->dev->caps->max_wg_invocations >= 256 && batch_shared(type, 64) <= p->b->dev->caps->max_shared &&
+                p->b->dev->caps->max_wg_invocations >= 256 && batch_shared(64) <= p->b->dev->caps->max_shared &&
                 !vk_deterministic(p);
     return runs && (knob > 0 || (knob < 0 && RLX_VK_MATMUL_BATCH_DEFAULT));
 }
 
 /* matmul_batch.comp's plan: 128 weight rows a workgroup (RLX_VK_COOPMAT_TN=64 for 64; 64 where
- * 128 decoded K-quant rows would not fit the shared memory, lavapipe's 32 KiB), k steps of 64,
+ * 128 staged weight rows would not fit the shared memory, lavapipe's 32 KiB), k steps of 64,
  * two steps of weight loads in flight (RLX_VK_COOPMAT_DEPTH 1, 2 or 4), and k split as
  * matmul_coop.comp's decode batches are. */
-vk_coop_plan vk_batch_plan_make(const rlx_program *p, uint32_t type, uint64_t part_rows, uint64_t k) {
+vk_coop_plan vk_batch_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t k) {
     vk_coop_plan plan = {64, 64, 2, 1, 0, 128, 64};
     plan.tn = rlx_vk_tuned_pow2(p->b->tuning.coopmat_tn, 64, 128, plan.tn);
-    if (batch_shared(type, plan.tn) > p->b->dev->caps->max_shared) plan.tn = 64;
+    if (batch_shared(plan.tn) > p->b->dev->caps->max_shared) plan.tn = 64;
     plan.depth = rlx_vk_tuned_pow2(p->b->tuning.coopmat_depth, 1, 4, plan.depth);
     coop_split(p, &plan, ceil_div(part_rows, plan.tn), k);
     return plan;

@@ -87,7 +87,7 @@ vk_coop_plan vk_coop_plan_make(const rlx_program *p, uint64_t part_rows, uint64_
 /* Whether shaders/matmul_batch.comp takes a part of part_rows weight rows of type, read in mode, for
  * rows of x; and its plan (spec TN, DEPTH, SPLIT; TM 64, BK 64). */
 bool vk_batch_takes(const rlx_program *p, vk_coop_mode mode, uint32_t type, uint64_t rows, uint64_t part_rows);
-vk_coop_plan vk_batch_plan_make(const rlx_program *p, uint32_t type, uint64_t part_rows, uint64_t k);
+vk_coop_plan vk_batch_plan_make(const rlx_program *p, uint64_t part_rows, uint64_t k);
 /* Whether the cooperative kernel's smallest plan fits the device. */
 bool vk_coop_fits(const rlx_program *p);
 /* Whether MATMUL mm's weight is decoded into f16 rows first (the mixed modes, a type other than F16). */

@@ -7,17 +7,15 @@
 // plain code, shaders/coop_ops.glsl, so that lavapipe checks everything else).
 //
 // Why not matmul_coop.glsl: at 64 rows its workgroups wait on one k step's loads at a time (each
-// step's weights pass through registers and shared memory between two barriers), so the weights
-// stream at a third of the memory's rate. Here each subgroup owns 16 weight rows (TN / 16
-// subgroups) and all 64 x rows (4 accumulators), and keeps its own weight loads DEPTH k steps ahead,
-// in flight across the workgroup's barriers:
-//  - F16: its weight blocks go straight from the buffer into cooperative operands (a ring of
-//    DEPTH x BK / 16 operands in registers);
-//  - Q4_K, Q6_K: each lane holds its raw words of 32 values per step (a ring of DEPTH), decodes
-//    them into the subgroup's own 16 rows of shared memory, and the subgroup loads its operands
-//    from there after a subgroup barrier: no workgroup barrier waits on a weight decode.
-// Only x goes through shared memory for the whole workgroup (f32 -> f16, double-buffered: one
-// barrier per k step), and each staged x tile feeds TN weight rows.
+// step's weights pass through registers and shared memory between two barriers). Here each
+// subgroup owns 16 weight rows (TN / 16 subgroups) and all 64 x rows (4 accumulators), and keeps
+// its own weight loads DEPTH k steps ahead, in flight across the workgroup's barriers: each lane
+// holds its raw words of 32 values per step (a ring of DEPTH), stages them (F16 as stored, Q4_K and
+// Q6_K decoded) in the subgroup's own 16 rows of shared memory, and the subgroup loads its operands
+// from there after a subgroup barrier, so no workgroup barrier waits on a weight load. (Loading the
+// F16 blocks straight from the buffer into cooperative operands, a ring of them, was 29% slower at
+// 64 rows on an H100.) Only x goes through shared memory for the whole workgroup (f32 -> f16,
+// double-buffered: one barrier per k step), and each staged x tile feeds TN weight rows.
 // Spec TN (64 or 128; WG = 2 TN), BK (64), DEPTH (1, 2 or 4), SPLIT (k ranges, as matmul_coop.glsl);
 // TM is 64, PREC 0, weight rows a multiple of 16 (the plan's rule); OROWS is unused. x values, or
 // decoded weights, at or past 16384 (f16 overflow) send the tile to the f32 loop, as in matmul_coop.
@@ -45,11 +43,9 @@ const uint CPR = BK / 8u;      // chunks of 8 x values per row and step
 const uint XBUF = TM * S;      // one x buffer; two, then the result rounds
 const uint CS = 16u / 4u + 1u; // result row stride in uvec4 (16 floats and one pad)
 const uint X_PER = TM * CPR / WG;
-const uint RING = DEPTH * KB;
-const bool KQ = W_TYPE == T_Q4_K || W_TYPE == T_Q6_K; // decoded in shared memory
-const uint KRAW = W_TYPE == T_Q6_K ? 18u : 8u;        // raw words per lane and step
-const uint WREG = 2u * XBUF;                          // KQ: the subgroups' decoded weight rows, 16 each
-const uint OPS = KQ ? WREG + TN * S : 2u * XBUF;      // the operands; the result rounds reuse the space
+const uint KRAW = W_TYPE == T_Q6_K ? 18u : W_TYPE == T_F16 ? 16u : 8u; // raw words per lane and step
+const uint WREG = 2u * XBUF;       // the subgroups' weight rows of the step (f16), 16 each
+const uint OPS = WREG + TN * S;    // the operands; the result rounds reuse the space
 const uint OUTS = (TN / 16u) * 16u * CS;
 
 shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
@@ -58,39 +54,11 @@ shared uint s_bad;
 uint t;
 uint split_at, k_lo, k_hi;
 vec4 xr[X_PER * 2u]; // the next step's x values
-uint kraw[DEPTH * KRAW]; // KQ: this lane's raw weight words, DEPTH steps ahead
+uint kraw[DEPTH * KRAW]; // this lane's raw weight words, DEPTH steps ahead
 bool bad = false;
 
 #include "coop_ops.glsl"
 #include "matmul_coop_out.glsl"
-
-#ifdef RLX_COOP_EMULATE
-// A weight block read where it is multiplied (the weights are read-only: the same values as a load
-// ahead); column n is weight row n, 8 values per uvec4 from w4[at + n stride].
-struct wblock {
-    uint at, stride;
-};
-#define WOPERAND wblock
-#define LOAD_W(m, at, stride) m = wblock(at, stride)
-#define MULADD_W(a, b, c) muladd_w(a, b, c)
-
-float w_at(wblock b, uint n, uint k) { return unpackHalf2x16(w4[b.at + n * b.stride + k / 8u][(k % 8u) / 2u])[k % 2u]; }
-
-accum muladd_w(operand a, wblock b, accum c) {
-    uint lane = t % 32u;
-    [[dont_unroll]] for (uint k = 0u; k < 16u; k++) {
-        [[unroll]] for (uint i = 0u; i < 8u; i++) {
-            uint e = lane + 32u * i;
-            c.v[i] += op_at(a, e / 16u, k) * w_at(b, e % 16u, k);
-        }
-    }
-    return c;
-}
-#else
-#define WOPERAND OPERAND
-#define LOAD_W(m, at, stride) coopMatLoadNV(m, w4, at, stride, true)
-#define MULADD_W(a, b, c) coopMatMulAddNV(a, b, c)
-#endif
 
 #ifdef RLX_COOP_EMULATE
 #define SYNC_W() barrier() // emulated subgroups span several of the device's
@@ -98,9 +66,9 @@ accum muladd_w(operand a, wblock b, accum c) {
 #define SYNC_W() subgroupBarrier()
 #endif
 
-// K-quant weights (Q4_K, Q6_K): lane l decodes 32 values of weight row n0 + l / 2 per k step, those
-// at 16 h .. and 32 + 16 h .. (h = l % 2) of the step's 64-value group, whose bytes sit together
-// in both formats. Its raw words wait in ring slot d (KRAW words) from DEPTH steps ahead.
+// Lane l stages 32 values of weight row n0 + l / 2 per k step, those at 16 h .. and 32 + 16 h ..
+// (h = l % 2) of the step's 64 (a K-quant block's group, whose bytes for them sit together in
+// both formats). Its raw words wait in ring slot d (KRAW words) from DEPTH steps ahead.
 
 // The byte address of row n0 + l / 2's block at k column kc.
 uint kq_block(uint n0, uint kc) { return (n0 + (t % 32u) / 2u) * p.row_bytes + (kc >> 8) * block_bytes(); }
@@ -128,10 +96,24 @@ void fetch_w_q6k(uint at, uint b, uint j) {
     kraw[at + 17u] = w_words[(b + 208u) >> 2];
 }
 
-void fetch_w_kq(uint d, uint s, uint n0) {
-    uint kc = k_lo + s * BK, b = kq_block(n0, kc), j = (kc & 255u) >> 6;
-    if (W_TYPE == T_Q4_K) fetch_w_q4k(d * KRAW, b, j);
-    else fetch_w_q6k(d * KRAW, b, j);
+// F16 (rows of 64-byte multiples in 16-aligned bindings): the lane's 4 chunks of 8 values, one
+// 16-byte load each; a step cut short by k_hi (k % 32 == 0) leaves whole 16-value blocks unread,
+// which the multiplies skip.
+void fetch_w_f16(uint at, uint n0, uint kc) {
+    uint b = (n0 + (t % 32u) / 2u) * p.row_bytes + kc * 2u;
+    UNROLL for (uint c = 0u; c < 4u; c++) {
+        uint chunk = (c / 2u) * 4u + 2u * (t % 2u) + c % 2u;
+        uvec4 v = kc + 8u * chunk < k_hi ? w4[(b + 16u * chunk) >> 4] : uvec4(0u);
+        kraw[at + 4u * c] = v.x, kraw[at + 4u * c + 1u] = v.y, kraw[at + 4u * c + 2u] = v.z;
+        kraw[at + 4u * c + 3u] = v.w;
+    }
+}
+
+void fetch_w(uint d, uint s, uint n0) {
+    uint kc = k_lo + s * BK, j = (kc & 255u) >> 6;
+    if (W_TYPE == T_F16) fetch_w_f16(d * KRAW, n0, kc);
+    else if (W_TYPE == T_Q4_K) fetch_w_q4k(d * KRAW, kq_block(n0, kc), j);
+    else fetch_w_q6k(d * KRAW, kq_block(n0, kc), j);
 }
 
 // Word i of 16 bytes that start 2 bytes into their first word (odd) or at it.
@@ -149,11 +131,18 @@ void put_w(uint g, vec4 f[8]) {
     smem[at + 5u] = to_f16(f[6], f[7]);
 }
 
-// Ring slot d (step s) decoded into subgroup g's weight rows: Q4_K d * scale * q - dmin * min per
-// sub-block; Q6_K d * scale * (q - 32) per 16 values.
-void stage_w_kq(uint d, uint s, uint g, uint n0) {
+// Ring slot d (step s) into subgroup g's weight rows: F16 as stored; Q4_K decoded, d * scale * q -
+// dmin * min per sub-block; Q6_K d * scale * (q - 32) per 16 values.
+void stage_w(uint d, uint s, uint g, uint n0) {
     uint kc = k_lo + s * BK, j = (kc & 255u) >> 6, at = d * KRAW, h = t % 2u;
     vec4 f[8];
+    if (W_TYPE == T_F16) {
+        uint to = WREG + (g * 16u + (t % 32u) / 2u) * S + 2u * h;
+        UNROLL for (uint c = 0u; c < 4u; c++)
+            smem[to + (c / 2u) * 4u + c % 2u] = uvec4(kraw[at + 4u * c], kraw[at + 4u * c + 1u],
+                                                       kraw[at + 4u * c + 2u], kraw[at + 4u * c + 3u]);
+        return;
+    }
     if (W_TYPE == T_Q4_K) {
         uvec3 sc = uvec3(kraw[at + 1u], kraw[at + 2u], kraw[at + 3u]);
         vec2 dm = unpackHalf2x16(kraw[at]), s0 = vec2(k4_scale_min_words(sc, 2u * j)),
@@ -215,20 +204,20 @@ void stage_x(uint b) {
 }
 
 // The step's products of weight operand B with the 16-row blocks of x that hold valid rows.
-#define MUL_X(B, MUL)                                                                                  \
+#define MUL_X(B)                                                                                       \
     LOAD(a, xb + kb * 2u, false);                                                                      \
-    c0 = MUL(a, B, c0);                                                                                \
+    c0 = MULADD(a, B, c0);                                                                                \
     if (rows > 16u) {                                                                                  \
         LOAD(a, xb + 16u * S + kb * 2u, false);                                                        \
-        c1 = MUL(a, B, c1);                                                                            \
+        c1 = MULADD(a, B, c1);                                                                            \
     }                                                                                                  \
     if (rows > 32u) {                                                                                  \
         LOAD(a, xb + 32u * S + kb * 2u, false);                                                        \
-        c2 = MUL(a, B, c2);                                                                            \
+        c2 = MULADD(a, B, c2);                                                                            \
     }                                                                                                  \
     if (rows > 48u) {                                                                                  \
         LOAD(a, xb + 48u * S + kb * 2u, false);                                                        \
-        c3 = MUL(a, B, c3);                                                                            \
+        c3 = MULADD(a, B, c3);                                                                            \
     }
 
 void main() {
@@ -239,20 +228,15 @@ void main() {
     k_lo = SPLIT > 1u ? split_at * p.ksplit : 0u;
     k_hi = SPLIT > 1u ? min(k_lo + p.ksplit, p.k) : p.k;
     if (t == 0u) s_bad = 0u;
-    uint g = subgroup_index(), n0 = wr0 + 16u * g, stride = p.row_bytes >> 4;
+    uint g = subgroup_index(), n0 = wr0 + 16u * g;
     bool live = n0 < p.m_rows; // uniform in the subgroup: weight rows come in whole blocks of 16
     uint steps = (k_hi - k_lo + BK - 1u) / BK;
     ACCUM c0 = ACCUM_ZERO;
     ACCUM c1 = c0, c2 = c0, c3 = c0;
     OPERAND a, bw;
-    WOPERAND wb[KQ ? 1u : RING]; // F16: the weight blocks of the next DEPTH steps
     fetch_x(0u, rows);
-    UNROLL for (uint r = 0u; r < (KQ ? DEPTH : RING); r++) {
-        uint kc = k_lo + r * (KQ ? BK : 16u);
-        if (!live || kc >= k_hi) continue;
-        if (KQ) fetch_w_kq(r, r, n0);
-        else LOAD_W(wb[r], (n0 * p.row_bytes + kc * 2u) >> 4, stride);
-    }
+    UNROLL for (uint r = 0u; r < DEPTH; r++)
+        if (live && k_lo + r * BK < k_hi) fetch_w(r, r, n0);
     stage_x(0u);
     barrier();
     for (uint s0 = 0u; s0 < steps; s0 += DEPTH) {
@@ -260,23 +244,17 @@ void main() {
             uint s = s0 + d;
             if (s >= steps) continue; // uniform
             if (s + 1u < steps) fetch_x(s + 1u, rows);
-            if (KQ) { // the previous step's readers of the rows passed the last barrier
-                if (live) stage_w_kq(d, s, g, n0);
-                if (live && s + DEPTH < steps) fetch_w_kq(d, s + DEPTH, n0);
-                SYNC_W();
-            }
+            // the previous step's readers of the weight rows passed the last barrier
+            if (live) stage_w(d, s, g, n0);
+            if (live && s + DEPTH < steps) fetch_w(d, s + DEPTH, n0);
+            SYNC_W();
             uint xb = (s % 2u) * XBUF;
             UNROLL for (uint kb = 0u; kb < KB; kb++) {
-                uint kc = k_lo + s * BK + kb * 16u, r = d * KB + kb, next = kc + DEPTH * BK;
+                uint kc = k_lo + s * BK + kb * 16u;
                 if (live && kc < k_hi) { // uniform in the subgroup; blocks of x rows past the valid ones stay 0
-                    if (KQ) {
-                        LOAD(bw, WREG + g * 16u * S + kb * 2u, true); // w rows are the columns of B
-                        MUL_X(bw, MULADD);
-                    } else {
-                        MUL_X(wb[r], MULADD_W);
-                    }
+                    LOAD(bw, WREG + g * 16u * S + kb * 2u, true); // w rows are the columns of B
+                    MUL_X(bw);
                 }
-                if (!KQ && live && next < k_hi) LOAD_W(wb[r], (n0 * p.row_bytes + next * 2u) >> 4, stride);
             }
             if (s + 1u < steps) { // the other buffer's readers passed the last barrier
                 stage_x((s + 1u) % 2u);
