@@ -1,5 +1,5 @@
 #version 450
-// MATMUL of a decode batch over F16 weights on VK_NV_cooperative_matrix: the kernel is
+// MATMUL of a decode batch over F16, Q4_K or Q6_K weights on VK_NV_cooperative_matrix: the kernel is
 // matmul_batch.glsl.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
