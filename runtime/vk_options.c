@@ -141,7 +141,7 @@ static rlx_status words_from_env(rlx_vk_options *o) {
     RLX_TRY(word_from_env("RLX_VK_WARM", "0", "1", &o->warm));
     /* the grouped MoE path never or wherever it fits, for A/B against shaders/moe_mv.comp */
     RLX_TRY(word_from_env("RLX_VK_MOE_GROUPED", "0", "1", &o->moe_grouped));
-    /* decode batches' F16 matmuls on matmul_batch.comp never or wherever it runs, for A/B */
+    /* decode batches' F16, Q4_K and Q6_K matmuls on matmul_batch.comp never or wherever it runs, for A/B */
     RLX_TRY(word_from_env("RLX_VK_MATMUL_BATCH", "0", "1", &o->matmul_batch));
     /* the GPU's plans on any device, so that a CPU device (lavapipe in CI) checks them too */
     RLX_TRY(word_from_env("RLX_VK_PLANS", "device", "gpu", &plans));

@@ -36,6 +36,15 @@ uvec2 k4_scale_min_words(uvec3 s, uint j) {
     return k4_scale_min((s.x >> sh) & 0xffu, (s.y >> sh) & 0xffu, (s.z >> sh) & 0xffu, j);
 }
 
+// Q4_K's 64-value group g of a block, from the block's first 16 bytes hd (d and dmin in hd.x, the
+// 12 scale bytes in hd.yzw): value = scale * q - min, with (scale, min) of the low nibbles'
+// sub-block 2 g in .xy and of the high nibbles' 2 g + 1 in .zw.
+vec4 q4k_group_scales(uvec4 hd, uint g) {
+    vec2 dm = unpackHalf2x16(hd.x), s0 = vec2(k4_scale_min_words(hd.yzw, 2u * g)),
+         s1 = vec2(k4_scale_min_words(hd.yzw, 2u * g + 1u));
+    return vec4(dm.x * s0.x, dm.y * s0.y, dm.x * s1.x, dm.y * s1.y);
+}
+
 // A kernel with its own decoders (matvec.comp) takes only the type numbers and rules above.
 #ifndef RLX_DEQUANT_TYPES_ONLY
 

@@ -13,9 +13,10 @@
 // holds its raw words of 32 values per step (a ring of DEPTH), stages them (F16 as stored, Q4_K and
 // Q6_K decoded) in the subgroup's own 16 rows of shared memory, and the subgroup loads its operands
 // from there after a subgroup barrier, so no workgroup barrier waits on a weight load. (Loading the
-// F16 blocks straight from the buffer into cooperative operands, a ring of them, was 29% slower at
-// 64 rows on an H100.) Only x goes through shared memory for the whole workgroup (f32 -> f16,
-// double-buffered: one barrier per k step), and each staged x tile feeds TN weight rows.
+// F16 blocks straight from the buffer into cooperative operands, a ring of them, was slower than
+// matmul_coop: docs/PERFORMANCE.md.) Only x goes through shared memory for the whole workgroup
+// (f32 -> f16, double-buffered: one barrier per k step), and each staged x tile feeds TN weight
+// rows.
 // Spec TN (64 or 128; WG = 2 TN), BK (64), DEPTH (1, 2 or 4), SPLIT (k ranges, as matmul_coop.glsl);
 // TM is 64, PREC 0, weight rows a multiple of 16 (the plan's rule); OROWS is unused. x values, or
 // decoded weights, at or past 16384 (f16 overflow) send the tile to the f32 loop, as in matmul_coop.
@@ -144,12 +145,10 @@ void stage_w(uint d, uint s, uint g, uint n0) {
         return;
     }
     if (W_TYPE == T_Q4_K) {
-        uvec3 sc = uvec3(kraw[at + 1u], kraw[at + 2u], kraw[at + 3u]);
-        vec2 dm = unpackHalf2x16(kraw[at]), s0 = vec2(k4_scale_min_words(sc, 2u * j)),
-             s1 = vec2(k4_scale_min_words(sc, 2u * j + 1u));
+        vec4 sm = q4k_group_scales(uvec4(kraw[at], kraw[at + 1u], kraw[at + 2u], kraw[at + 3u]), j);
         UNROLL for (uint i = 0u; i < 4u; i++) {
-            f[i] = dm.x * s0.x * nib4(kraw[at + 4u + i], 0u) - dm.y * s0.y;
-            f[4u + i] = dm.x * s1.x * nib4(kraw[at + 4u + i], 1u) - dm.y * s1.y;
+            f[i] = sm.x * nib4(kraw[at + 4u + i], 0u) - sm.y;
+            f[4u + i] = sm.z * nib4(kraw[at + 4u + i], 1u) - sm.w;
         }
     } else {
         bool odd = (kq_block(n0, kc) & 2u) != 0u; // every field's address has the block's parity
@@ -204,20 +203,20 @@ void stage_x(uint b) {
 }
 
 // The step's products of weight operand B with the 16-row blocks of x that hold valid rows.
-#define MUL_X(B)                                                                                       \
-    LOAD(a, xb + kb * 2u, false);                                                                      \
-    c0 = MULADD(a, B, c0);                                                                                \
-    if (rows > 16u) {                                                                                  \
-        LOAD(a, xb + 16u * S + kb * 2u, false);                                                        \
-        c1 = MULADD(a, B, c1);                                                                            \
-    }                                                                                                  \
-    if (rows > 32u) {                                                                                  \
-        LOAD(a, xb + 32u * S + kb * 2u, false);                                                        \
-        c2 = MULADD(a, B, c2);                                                                            \
-    }                                                                                                  \
-    if (rows > 48u) {                                                                                  \
-        LOAD(a, xb + 48u * S + kb * 2u, false);                                                        \
-        c3 = MULADD(a, B, c3);                                                                            \
+#define MUL_X(B)                                                                                   \
+    LOAD(a, xb + kb * 2u, false);                                                                  \
+    c0 = MULADD(a, B, c0);                                                                         \
+    if (rows > 16u) {                                                                              \
+        LOAD(a, xb + 16u * S + kb * 2u, false);                                                    \
+        c1 = MULADD(a, B, c1);                                                                     \
+    }                                                                                              \
+    if (rows > 32u) {                                                                              \
+        LOAD(a, xb + 32u * S + kb * 2u, false);                                                    \
+        c2 = MULADD(a, B, c2);                                                                     \
+    }                                                                                              \
+    if (rows > 48u) {                                                                              \
+        LOAD(a, xb + 48u * S + kb * 2u, false);                                                    \
+        c3 = MULADD(a, B, c3);                                                                     \
     }
 
 void main() {

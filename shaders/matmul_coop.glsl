@@ -141,13 +141,11 @@ void fetch_q4k(uint at, uint n, uint kc) {
     uint b = n * p.row_bytes + (kc >> 8) * 144u, grp = (kc & 255u) >> 6;
     uvec4 hd = w4[b >> 4];
     uvec2 q = w2[(b + 16u + 32u * grp + (kc & 31u)) >> 3];
-    vec2 dm = unpackHalf2x16(hd.x), s0 = vec2(k4_scale_min_words(hd.yzw, 2u * grp)),
-         s1 = vec2(k4_scale_min_words(hd.yzw, 2u * grp + 1u));
-    float d0 = dm.x * s0.x, m0 = dm.y * s0.y, d1 = dm.x * s1.x, m1 = dm.y * s1.y;
-    wr[2u * at] = d0 * nib4(q.x, 0u) - m0;
-    wr[2u * at + 1u] = d0 * nib4(q.y, 0u) - m0;
-    wr[2u * at + 2u] = d1 * nib4(q.x, 1u) - m1;
-    wr[2u * at + 3u] = d1 * nib4(q.y, 1u) - m1;
+    vec4 sm = q4k_group_scales(hd, grp);
+    wr[2u * at] = sm.x * nib4(q.x, 0u) - sm.y;
+    wr[2u * at + 1u] = sm.x * nib4(q.y, 0u) - sm.y;
+    wr[2u * at + 2u] = sm.z * nib4(q.x, 1u) - sm.w;
+    wr[2u * at + 3u] = sm.z * nib4(q.y, 1u) - sm.w;
 }
 
 // Global loads of k step `step` into ring slot `slot` (chunks by w_chunk); zeros past the rows,

@@ -224,7 +224,7 @@ static void matmul_modes(const char *label, build_fn build, const void *arg, int
                              : m == 1 || !g_coop ? RLX_VK_KERNEL_matmul_tiled
                                                  : RLX_VK_KERNEL_matmul_coop;
         bool variants = want != RLX_VK_KERNEL_matmul_tiled;
-        if (variants && modes[m].mixed && g_batch) /* decode batches of F16 weights */
+        if (variants && modes[m].mixed && g_batch) /* decode batches of F16, Q4_K, Q6_K weights */
             want = modes[m].emulated ? RLX_VK_KERNEL_matmul_batch_emu : RLX_VK_KERNEL_matmul_batch;
         int v = modes[m].emulated ? emulated++ : calls;
         /* emulated runs come in pairs (exact, mixed): the pair's tile heights swap every call, so
