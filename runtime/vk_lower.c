@@ -839,7 +839,7 @@ static rlx_status lower_ATTENTION(rlx_program *p, rlx_node i) {
     uint64_t rows = (uint64_t)q->info.shape.dim[0], heads = (uint64_t)q->info.shape.dim[1];
     uint32_t splits = vk_attention_splits(p, i), dv = (uint32_t)n->info.shape.dim[2];
     uint32_t dh = (uint32_t)q->info.shape.dim[2];
-    uint32_t gw = vk_attention_gw(p, (int64_t)heads, k->info.shape.dim[1], splits);
+    uint32_t gw = vk_attention_gw(p, (int64_t)rows, (int64_t)heads, k->info.shape.dim[1], splits);
     uint32_t wg = vk_attention_wg(p, gw, dv, dh > dv ? dh : dv, n->fuse == VK_FUSE_ATTN_STEP);
     /* Keys per lane group and block: two blocks of K and V rows are registers. Split key ranges are short
      * walks of many workgroups, which the registers of half the keys let the device hold two of per

@@ -45,7 +45,7 @@ typedef struct rlx_vk_options {
     /* Planner overrides, each a power of two in its variable's range; 0: the plan's default */
     uint32_t coopmat_tm, coopmat_tn, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk, attn_wg;
+    uint32_t attn_gw, attn_split_keys, attn_batch_splits, attn_kb, attn_lpk, attn_wg;
     uint32_t moe_tm;          /* RLX_VK_MOE_TM: pairs per tile of the grouped MoE path */
     int32_t moe_grouped;      /* RLX_VK_MOE_GROUPED: -1 the plan's default, 0 never (moe_mv.comp),
                                  1 wherever it fits (vk_plan.c vk_moe_grouped_plan) */
@@ -85,7 +85,7 @@ typedef struct rlx_vk_tuning {
                                  (the emulated modes run anywhere) */
     uint32_t coopmat_tm, coopmat_tn, coopmat_depth, coopmat_bk, coopmat_split, coopmat_groups, tiled_min_rows;
     uint32_t matvec_trips, matvec_wg, matvec_r, matvec_min_groups, matvec_nx, matvec_unr;
-    uint32_t attn_gw, attn_split_keys, attn_kb, attn_lpk, attn_wg;
+    uint32_t attn_gw, attn_split_keys, attn_batch_splits, attn_kb, attn_lpk, attn_wg;
     uint32_t moe_tm;
     int32_t moe_grouped, matmul_batch;
     int32_t warm, warm_next_kib;

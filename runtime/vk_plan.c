@@ -34,6 +34,7 @@
 #define ATTN_SPLIT_GROUPS 256   /* decode attention's workgroups when keys are split, about */
 #define ATTN_PREFILL_MIN_ROWS 16 /* query rows from which shaders/attention_prefill.comp takes over */
 #define ATTN_SPLIT_MAX_ROWS 8   /* up to here a long key range is split (from 16 rows: attention_prefill.comp) */
+#define ATTN_BATCH_SPLITS 2     /* ... past it, a decode batch's sequences each in this many ranges */
 #define ATTN_MAX_GW 4           /* query heads per attention workgroup at most (their values are registers) */
 /* ... by default where keys are split: each workgroup's walk is long anyway, and its heads share it */
 #define ATTN_DEFAULT_GW 2
@@ -451,14 +452,25 @@ bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out) {
  * ranges only queue up behind the first ones and give the combine more partials (tg128 at depth
  * 4,096, H200: 8B F16 153.6 t/s with 16 ranges against 132.6 with 64; 0.6B F16 540 against 451;
  * unchanged at depth 0 and 512). RLX_VK_ATTN_SPLIT_KEYS sets the
- * range instead. None in deterministic mode: the ranges follow the KV capacity, and the partials'
- * combine sums a row in another order. */
+ * range instead. A decode batch of more rows (each its own sequence) already has a workgroup per
+ * (sequence, kv head), but each walk is one workgroup's, and the registers of an unsplit walk's
+ * blocks hold one per multiprocessor: two ranges from 256 keys on, of half-size blocks, let two
+ * run side by side (8B F16 on an H100, 64 sequences of 512 tokens: 3,127 / 3,122 t/s against
+ * 2,884 / 2,888; 4 ranges 3,021; 32 sequences 1,861 against 1,769; RLX_VK_ATTN_BATCH_SPLITS sets the
+ * count, 1 for none). None in deterministic mode: the ranges follow the KV capacity, and the
+ * partials' combine sums a row in another order. */
 uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
     if (vk_deterministic(p)) return 1;
     const rlx_shape *q = &in(p, i, 0)->info.shape;
     int64_t rows = q->dim[0], keys = in(p, i, 1)->info.shape.dim[0];
     int64_t per = rlx_vk_tuned_pow2(p->b->tuning.attn_split_keys, 16, 4096, ATTN_SPLIT_KEYS);
-    if (rows > ATTN_SPLIT_MAX_ROWS || keys < 4 * per) return 1;
+    if (rows > ATTN_SPLIT_MAX_ROWS) { /* a decode batch, or a prefill (attention_prefill.comp's) */
+        if (!p->rows_apart) return 1;
+        int64_t want = rlx_vk_tuned_pow2(p->b->tuning.attn_batch_splits, 1, ATTN_MAX_SPLITS,
+                                         keys >= 4 * per ? ATTN_BATCH_SPLITS : 1);
+        return keys >= want * per ? (uint32_t)want : 1;
+    }
+    if (keys < 4 * per) return 1;
     int64_t splits = keys / per;
     if (!p->b->tuning.attn_split_keys) {
         int64_t blocks = rows * (q->dim[1] > ATTN_DEFAULT_GW ? q->dim[1] / ATTN_DEFAULT_GW : 1);
@@ -472,12 +484,13 @@ uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
  * RLX_VK_ATTN_GW <= ATTN_MAX_GW, a tuning knob), so a workgroup's heads share one kv head. Where
  * the keys are not split, decode attention of one sequence is latency and one head per workgroup
  * halves each workgroup's walk; split key ranges keep ATTN_DEFAULT_GW. A decode batch of many
- * sequences (rows apart, too many rows to split) is bandwidth: each sequence's K and V are read
- * once per workgroup, so its heads share one, ATTN_MAX_GW (8B F16 at 64 sequences of 512 tokens,
- * H200: 2,213 -> 2,590 t/s). */
-uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits) {
+ * sequences (rows apart, more than ATTN_SPLIT_MAX_ROWS, split or not) is bandwidth: each sequence's
+ * K and V are read once per workgroup, so its heads share one, ATTN_MAX_GW (8B F16 at 64 sequences
+ * of 512 tokens, H200: 2,213 -> 2,590 t/s). */
+uint32_t vk_attention_gw(const rlx_program *p, int64_t rows, int64_t heads, int64_t kv_heads, uint32_t splits) {
     int64_t g = heads / kv_heads;
-    int64_t want = splits > 1 ? ATTN_DEFAULT_GW : p->rows_apart ? ATTN_MAX_GW : 1;
+    bool batch = p->rows_apart && (splits == 1 || rows > ATTN_SPLIT_MAX_ROWS);
+    int64_t want = batch ? ATTN_MAX_GW : splits > 1 ? ATTN_DEFAULT_GW : 1;
     int64_t gw = rlx_vk_tuned_pow2(p->b->tuning.attn_gw, 1, ATTN_MAX_GW, (uint32_t)want);
     for (; gw > 1; gw--)
         if (g % gw == 0) return (uint32_t)gw;

@@ -147,7 +147,7 @@ bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out);
 /* Key splits of ATTENTION i (flash decoding; 1: none). */
 uint32_t vk_attention_splits(const rlx_program *p, rlx_node i);
 /* Query heads per attention workgroup. */
-uint32_t vk_attention_gw(const rlx_program *p, int64_t heads, int64_t kv_heads, uint32_t splits);
+uint32_t vk_attention_gw(const rlx_program *p, int64_t rows, int64_t heads, int64_t kv_heads, uint32_t splits);
 
 /* How shaders/attention.glsl's lanes take a key: lpk lanes per key, each with epl K and epv V dims
  * in load units of vec elements. */

@@ -34,6 +34,7 @@ static const knob_case cases[] = {
     {"RLX_VK_MATVEC_UNR", {"16", "6", "0", "2 "}, {"1", "8"}},
     {"RLX_VK_ATTN_GW", {"8", "3", "0", "one"}, {"1", "4"}},
     {"RLX_VK_ATTN_SPLIT_KEYS", {"8", "100", "8192", "x"}, {"16", "4096"}},
+    {"RLX_VK_ATTN_BATCH_SPLITS", {"32", "3", "0", "x"}, {"1", "16"}},
     {"RLX_VK_ATTN_KB", {"32", "3", "0", "x"}, {"1", "16"}},
     {"RLX_VK_ATTN_LPK", {"128", "12", "0", "x"}, {"1", "64"}},
     {"RLX_VK_ATTN_WG", {"16", "2048", "96", "x"}, {"32", "1024"}},

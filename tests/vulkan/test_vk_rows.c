@@ -26,7 +26,7 @@
 #include "test_vk_util.h"
 
 #define TOL 1e-7
-#define MAX_SEQ 6
+#define MAX_SEQ 12
 #define MAX_ROWS 64
 #define X_COLS 32
 #define GARBAGE_PAGE (-7) /* table entries past a sequence's pages: never read */
@@ -60,6 +60,7 @@ typedef struct rows_case {
     int64_t rows[2];         /* static rows of programs 0 and 1 (0: no program 1) */
     rlx_vk_kernel attn[2];   /* the attention kernel each program dispatches */
     const char *const *runs; /* "P: seq@pos seq@a-b ..." with P the program; NULL-terminated */
+    bool apart1;             /* program 1 is a decode batch: the ROWS_APART hint, a row per sequence */
 } rows_case;
 
 /* ---- graphs ---- */
@@ -77,9 +78,10 @@ static rlx_node qk_of(rlx_graph *g, const rows_case *c, rlx_node x, bool is_q, i
     return rlx_rope(g, y, RLX_NO_NODE, (rlx_rope_attrs){RLX_ROPE_LAYOUT_NEOX, (int32_t)c->dh, 1e4f});
 }
 
-static rlx_graph *case_graph(const rows_case *c, int64_t rows) {
+static rlx_graph *case_graph(const rows_case *c, int64_t rows, bool apart) {
     rlx_graph *g = NULL;
     if (!T_OK(rlx_graph_create(&g))) exit(1);
+    if (apart) rlx_graph_set_hints(g, RLX_HINT_ROWS_APART);
     rlx_node q, k, v;
     if (c->kind == GRAPH_PLAIN) {
         q = rlx_input(g, "q", RLX_DTYPE_F32, rlx_shape_make(3, (int64_t[]){rows, c->h, c->dh}));
@@ -235,7 +237,7 @@ static bool bench_open(bench *b, const rows_case *c, vkt_rng *r) {
     if (!T_OK(g_vk->ops->session_create(g_vk, b->w, b->nw, &vkv, &b->vs))) return false;
     rlx_state_spec ckv = cpu_spec(c);
     for (int k = 0; k < 2 && c->rows[k]; k++) {
-        rlx_graph *g = case_graph(c, c->rows[k]);
+        rlx_graph *g = case_graph(c, c->rows[k], k == 1 && c->apart1);
         bool ok = T_OK(g_vk->ops->compile(b->vs, g, &b->vp[k])) && T_OK(g_cpu->ops->compile(b->cs, g, &b->cp[k]));
         rlx_graph_destroy(g);
         if (!ok) return false;
@@ -243,7 +245,7 @@ static bool bench_open(bench *b, const rows_case *c, vkt_rng *r) {
     for (int s = 0; s < MAX_SEQ; s++) {
         if (!T_OK(g_cpu->ops->session_create(g_cpu, b->w, b->nw, &ckv, &b->cpu[s].s))) return false;
         for (int k = 0; k < 2 && c->rows[k]; k++) {
-            rlx_graph *g = case_graph(c, c->rows[k]);
+            rlx_graph *g = case_graph(c, c->rows[k], false);
             bool ok = T_OK(g_cpu->ops->compile(b->cpu[s].s, g, &b->cpu[s].p[k]));
             rlx_graph_destroy(g);
             if (!ok) return false;
@@ -378,7 +380,9 @@ static void run_case(const rows_case *c, vkt_rng *r) {
                 f16 ? "F16" : "F32");
         got = f32_kernel(got);
         if (got == RLX_VK_KERNEL_attention_step_fixed) got = RLX_VK_KERNEL_attention_step; /* its fixed plan */
-        bool want_split = c->attn[k] == RLX_VK_KERNEL_attention && c->rows[k] <= 8 && c->cap >= 256;
+        /* vk_plan.c vk_attention_splits: few rows, or a decode batch of more, from 256 keys */
+        bool apart = k == 1 && c->apart1;
+        bool want_split = c->attn[k] == RLX_VK_KERNEL_attention && (c->rows[k] <= 8 || apart) && c->cap >= 256;
         T_CHECK(splits_of(b.vp[k]) == want_split, "%s: program %d splits the keys: %s", c->label, k,
                 want_split ? "no, expected" : "yes, not expected");
         const char *warm_env = getenv("RLX_VK_WARM");
@@ -438,6 +442,22 @@ static const char *const split_decode[] = {
     "1: 2@21 0@129", "0: 0@130-160 2@22-50", "1: 1@42 2@51 0@161", NULL,
 };
 
+/* Ten sequences' histories of 1 to 130 keys, then decode batches (10 rows, each its own sequence:
+ * ROWS_APART) over T = 320 keys, which split each sequence's keys in two (a short one's second
+ * range is empty); later batches have padding rows and other sequences in other rows. */
+static const char *const batch_decode[] = {
+    "0: 0@0-63",
+    "0: 1@0-40 2@0-19",
+    "0: 3@0-9 4@0-29 5@0-4 6@0-15",
+    "0: 7@0-2 8@0-50 9@0 0@64-70",
+    "0: 0@71-127 8@51-57",
+    "1: 0@128 1@41 2@20 3@10 4@30 5@5 6@16 7@3 8@58 9@1",
+    "1: 9@2 8@59 7@4 6@17 5@6 4@31 3@11 2@21 1@42 0@129",
+    "1: 5@7 0@130 8@60",
+    "1: 8@61 10@0 11@0 0@131 9@3",
+    NULL,
+};
+
 /* Shaped like the runners' layers: a chunked prefill program (5 rows: q/k norm, RoPE and the K and V
  * writes in one kernel) and a decode program (1 row: all of it in the attention step). */
 static const char *const runner_runs[] = {
@@ -449,7 +469,7 @@ static const char *const runner_runs[] = {
 };
 
 static const rows_case cases[] = {
-    {"plain GQA 4/2 pages of 4", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 40, {6, 0}, {RLX_VK_KERNEL_attention}, mixed_small},
+    {"plain GQA 4/2 pages of 4", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 40, {6, 0}, {RLX_VK_KERNEL_attention}, mixed_small, false},
     {"plain GQA 4/2 pages of 4, window 5",
      GRAPH_PLAIN,
      4,
@@ -461,7 +481,8 @@ static const rows_case cases[] = {
      40,
      {6, 0},
      {RLX_VK_KERNEL_attention},
-     mixed_small},
+     mixed_small,
+     false},
     {"plain 2/1 pages of 16, 20 rows",
      GRAPH_PLAIN,
      2,
@@ -473,7 +494,8 @@ static const rows_case cases[] = {
      20,
      {20, 0},
      {RLX_VK_KERNEL_attention_prefill},
-     mixed_prefill},
+     mixed_prefill,
+     false},
     {"plain 4/2 pages of 4, 20 rows, window 7",
      GRAPH_PLAIN,
      4,
@@ -485,7 +507,8 @@ static const rows_case cases[] = {
      70,
      {20, 0},
      {RLX_VK_KERNEL_attention_prefill},
-     mixed_prefill},
+     mixed_prefill,
+     false},
     {"plain 4/2 pages of 16, split decode",
      GRAPH_PLAIN,
      4,
@@ -497,7 +520,21 @@ static const rows_case cases[] = {
      40,
      {64, 3},
      {RLX_VK_KERNEL_attention_prefill, RLX_VK_KERNEL_attention},
-     split_decode},
+     split_decode,
+     false},
+    {"plain 4/2 pages of 16, decode batch of 10",
+     GRAPH_PLAIN,
+     4,
+     2,
+     32,
+     320,
+     0,
+     16,
+     40,
+     {64, 10},
+     {RLX_VK_KERNEL_attention_prefill, RLX_VK_KERNEL_attention},
+     batch_decode,
+     true},
     {"runner norm+rope 4/2 pages of 4",
      GRAPH_RUNNER_NORM,
      4,
@@ -509,7 +546,8 @@ static const rows_case cases[] = {
      16,
      {5, 1},
      {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step},
-     runner_runs},
+     runner_runs,
+     false},
     {"runner rope 8/2 Dh 16 pages of 4 (pool < T)",
      GRAPH_RUNNER,
      8,
@@ -521,7 +559,8 @@ static const rows_case cases[] = {
      12,
      {5, 1},
      {RLX_VK_KERNEL_attention, RLX_VK_KERNEL_attention_step},
-     runner_runs},
+     runner_runs,
+     false},
 };
 
 /* ---- refused rows ---- */
@@ -566,7 +605,7 @@ static void test_refused(vkt_rng *r) {
  * sequence 0 alone sees at position 12. */
 static void test_copy_pages(vkt_rng *r) {
     static const char *const none[] = {NULL};
-    rows_case c = {"copy_pages", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 24, {6, 0}, {RLX_VK_KERNEL_attention}, none};
+    rows_case c = {"copy_pages", GRAPH_PLAIN, 4, 2, 32, 64, 0, 4, 24, {6, 0}, {RLX_VK_KERNEL_attention}, none, false};
     bench b;
     if (!bench_open(&b, &c, r)) {
         bench_close(&b);
