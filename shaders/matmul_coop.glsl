@@ -83,7 +83,9 @@ const uint NOUT = OROWS * TN / WG;                    // results per invocation 
 // low nibbles (8 values) and the high ones (the 8 values 32 further), both sub-blocks' scales coming
 // from the block's 16-byte header (one load), instead of a decode per 8-value chunk that reads
 // each field on its own (dq8: about 9 loads). A unit's two chunks sit in one invocation, so the
-// path needs an even W_PER and k steps of whole 64-value groups (BK % 64 == 0).
+// path needs an even W_PER and k steps of whole 64-value groups (BK % 64 == 0). The raw words wait
+// in the ring (qhd, qq, qg) and are decoded when staged, DEPTH steps later: decoding them at the
+// fetch would wait on the loads there, which the ring exists to hide.
 bool q4k_units() { return W_TYPE == T_Q4_K && BK % 64u == 0u && W_CHUNKS % WG == 0u && W_PER % 2u == 0u; }
 
 shared uvec4 smem[OPS > OUTS ? OPS : OUTS];
@@ -94,6 +96,10 @@ uint split_at, k_lo, k_hi; // this workgroup's split and k range: all of k, or i
 vec4 xr[DEPTH * X_PER * 2u]; // ring of the next steps' x values
 vec4 wr[DEPTH * W_PER * 2u]; // decoded weights
 uvec4 wraw[DEPTH * W_PER];   // or F16 weights as stored
+const uint QU = (DEPTH * W_PER + 1u) / 2u; // Q4_K units in the ring (at least 1: GLSL has no empty arrays)
+uvec4 qhd[QU]; // or Q4_K units: the block's header (zero: a unit outside the tile)
+uvec2 qq[QU];  // ... its 8 quant bytes
+uint qg[QU];   // ... and its 64-value group in the block
 bool bad = false;
 
 #include "coop_ops.glsl"
@@ -133,19 +139,25 @@ uint w_chunk(uint i) {
     return (u / (BK / 16u)) * CPR + (v / 4u) * 8u + v % 4u + (i % 2u) * 4u;
 }
 
-// Ring entries at and at + 1 (the low and high chunks of a q4k_units() unit) of weight row n at k
-// column kc (a multiple of 8 whose 64-value group holds both chunks). Blocks are 144 bytes and rows
-// a whole number of them from 16-aligned bindings, so the header is one 16-byte load and the 8
-// quant bytes one 8-byte load (hd.x: d and dmin; hd.yzw: the 12 scale bytes).
-void fetch_q4k(uint at, uint n, uint kc) {
+// Unit u of the ring (ring entries 2 u and 2 u + 1: the low and high chunks of a q4k_units() unit)
+// from weight row n at k column kc (a multiple of 8 whose 64-value group holds both chunks). Blocks
+// are 144 bytes and rows a whole number of them from 16-aligned bindings, so the header is one
+// 16-byte load and the 8 quant bytes one 8-byte load (hd.x: d and dmin; hd.yzw: the 12 scale bytes).
+void fetch_q4k(uint u, uint n, uint kc) {
     uint b = n * p.row_bytes + (kc >> 8) * 144u, grp = (kc & 255u) >> 6;
-    uvec4 hd = w4[b >> 4];
-    uvec2 q = w2[(b + 16u + 32u * grp + (kc & 31u)) >> 3];
-    vec4 sm = q4k_group_scales(hd, grp);
-    wr[2u * at] = sm.x * nib4(q.x, 0u) - sm.y;
-    wr[2u * at + 1u] = sm.x * nib4(q.y, 0u) - sm.y;
-    wr[2u * at + 2u] = sm.z * nib4(q.x, 1u) - sm.w;
-    wr[2u * at + 3u] = sm.z * nib4(q.y, 1u) - sm.w;
+    qhd[u] = w4[b >> 4];
+    qq[u] = w2[(b + 16u + 32u * grp + (kc & 31u)) >> 3];
+    qg[u] = grp;
+}
+
+// Unit u's 16 values: its low chunk lo[0..1], its high chunk hi[0..1] (zeros from a zero header).
+void decode_q4k(uint u, out vec4 lo0, out vec4 lo1, out vec4 hi0, out vec4 hi1) {
+    vec4 sm = q4k_group_scales(qhd[u], qg[u]);
+    uvec2 q = qq[u];
+    lo0 = sm.x * nib4(q.x, 0u) - sm.y;
+    lo1 = sm.x * nib4(q.y, 0u) - sm.y;
+    hi0 = sm.z * nib4(q.x, 1u) - sm.w;
+    hi1 = sm.z * nib4(q.y, 1u) - sm.w;
 }
 
 // Global loads of k step `step` into ring slot `slot` (chunks by w_chunk); zeros past the rows,
@@ -167,8 +179,10 @@ void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
         bool in_tile = c < W_CHUNKS && n < p.m_rows && kc < k_hi;
         if (q4k_units()) { // both chunks of the unit at once (k_hi is a multiple of 64: Q4_K's 256 or a split's BK)
             if (i % 2u == 1u) continue;
-            UNROLL for (uint h = 0u; h < 4u; h++) wr[2u * at + h] = vec4(0.0);
-            if (in_tile) fetch_q4k(at, n, kc);
+            qhd[at / 2u] = uvec4(0u);
+            qq[at / 2u] = uvec2(0u);
+            qg[at / 2u] = 0u;
+            if (in_tile) fetch_q4k(at / 2u, n, kc);
         } else if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
             wraw[at] = in_tile ? w4[(n * p.row_bytes + kc * 2u) >> 4] : uvec4(0u);
         } else {
@@ -189,6 +203,8 @@ void stage(uint slot) {
     }
     UNROLL for (uint i = 0u; i < W_PER; i++) {
         uint c = w_chunk(i), at = slot * W_PER + i, o = WH + (c / CPR) * S + c % CPR;
+        if (q4k_units() && i % 2u == 0u) // this unit's two chunks into ring entries at, at + 1
+            decode_q4k(at / 2u, wr[2u * at], wr[2u * at + 1u], wr[2u * at + 2u], wr[2u * at + 3u]);
         if (c < W_CHUNKS && raw_f16()) {
             smem[o] = wraw[at];
         } else if (c < W_CHUNKS) {
