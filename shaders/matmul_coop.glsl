@@ -100,6 +100,9 @@ const uint QU = (DEPTH * W_PER + 1u) / 2u; // Q4_K units in the ring (at least 1
 uvec4 qhd[QU]; // or Q4_K units: the block's header (zero: a unit outside the tile)
 uvec2 qq[QU];  // ... its 8 quant bytes
 uint qg[QU];   // ... and its 64-value group in the block
+const uint Q6W = 8u;               // raw words per Q6_K chunk
+uint q6raw[DEPTH * W_PER * Q6W];  // or Q6_K chunks' raw words (zero: a chunk outside the tile)
+uint q6at[DEPTH * W_PER];          // ... and where in them the chunk's bytes sit
 bool bad = false;
 
 #include "coop_ops.glsl"
@@ -160,6 +163,39 @@ void decode_q4k(uint u, out vec4 lo0, out vec4 lo1, out vec4 hi0, out vec4 hi1) 
     hi1 = sm.z * nib4(q.y, 1u) - sm.w;
 }
 
+// Q6_K chunks wait in the ring as raw words too (the reason is Q4_K's): 210-byte blocks are only
+// 2-aligned, so each chunk's 8 low-bit bytes (ql) and 8 high-bit bytes (qh) take 3 words each,
+// funnelled at the decode, beside the words holding its scale byte and d (dequant.glsl dq8's
+// decode, the same arithmetic). q6at: bit 0 the block's half-word offset (ql, qh and d share it),
+// bits 1-2 the scale's byte, bits 3-5 the 2-bit shift of qh, bit 6 ql's nibble.
+void fetch_q6k(uint at, uint row, uint e) {
+    uint b = row + (e >> 8) * 210u, k = e & 255u, n = k >> 7, r = k & 127u, qq = r >> 5, l = r & 31u;
+    uint ql = b + 64u * n + l + (qq & 1u) * 32u, qh = b + 128u + 32u * n + l, sc = b + 192u + 8u * n + (l >> 4) + 2u * qq;
+    uint o = at * Q6W;
+    UNROLL for (uint w = 0u; w < 3u; w++) {
+        q6raw[o + w] = w_words[(ql >> 2) + w];
+        q6raw[o + 3u + w] = w_words[(qh >> 2) + w];
+    }
+    q6raw[o + 6u] = w_words[sc >> 2];
+    q6raw[o + 7u] = w_words[(b + 208u) >> 2];
+    q6at[at] = ((b >> 1) & 1u) | ((sc & 3u) << 1) | ((2u * qq) << 3) | ((qq >> 1) << 6);
+}
+
+// The 32 bits from halfword `odd` of word a on, with word c after it.
+uint funnel(uint a, uint c, bool odd) { return odd ? (a >> 16) | (c << 16) : a; }
+
+// Ring entry at's 8 Q6_K values.
+void decode_q6k(uint at, out vec4 lo, out vec4 hi) {
+    uint o = at * Q6W, m = q6at[at], sh = (m >> 3) & 7u, nh = (m >> 6) & 1u;
+    bool odd = (m & 1u) != 0u;
+    float d = unpackHalf2x16(odd ? q6raw[o + 7u] >> 16 : q6raw[o + 7u]).x *
+              float(bitfieldExtract(int(q6raw[o + 6u]), int(8u * ((m >> 1) & 3u)), 8));
+    uint lw0 = funnel(q6raw[o], q6raw[o + 1u], odd), lw1 = funnel(q6raw[o + 1u], q6raw[o + 2u], odd);
+    uint hw0 = funnel(q6raw[o + 3u], q6raw[o + 4u], odd), hw1 = funnel(q6raw[o + 4u], q6raw[o + 5u], odd);
+    lo = d * (nib4(lw0, nh) + 16.0 * crumb4(hw0, sh) - 32.0);
+    hi = d * (nib4(lw1, nh) + 16.0 * crumb4(hw1, sh) - 32.0);
+}
+
 // Global loads of k step `step` into ring slot `slot` (chunks by w_chunk); zeros past the rows,
 // weight rows and k.
 void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
@@ -185,6 +221,10 @@ void fetch(uint slot, uint step, uint xr0, uint wr0, uint rows) {
             if (in_tile) fetch_q4k(at / 2u, n, kc);
         } else if (raw_f16()) { // F16 rows are 64-byte multiples (k % 32 == 0) in 16-byte aligned bindings
             wraw[at] = in_tile ? w4[(n * p.row_bytes + kc * 2u) >> 4] : uvec4(0u);
+        } else if (W_TYPE == T_Q6_K) {
+            UNROLL for (uint w = 0u; w < Q6W; w++) q6raw[at * Q6W + w] = 0u;
+            q6at[at] = 0u;
+            if (in_tile) fetch_q6k(at, n * p.row_bytes, kc);
         } else {
             wr[2u * at] = vec4(0.0);
             wr[2u * at + 1u] = vec4(0.0);
@@ -205,6 +245,7 @@ void stage(uint slot) {
         uint c = w_chunk(i), at = slot * W_PER + i, o = WH + (c / CPR) * S + c % CPR;
         if (q4k_units() && i % 2u == 0u) // this unit's two chunks into ring entries at, at + 1
             decode_q4k(at / 2u, wr[2u * at], wr[2u * at + 1u], wr[2u * at + 2u], wr[2u * at + 3u]);
+        if (W_TYPE == T_Q6_K) decode_q6k(at, wr[2u * at], wr[2u * at + 1u]);
         if (c < W_CHUNKS && raw_f16()) {
             smem[o] = wraw[at];
         } else if (c < W_CHUNKS) {

@@ -410,7 +410,9 @@ static void test_matmul(void) {
  * row (Q6_K's 210-byte blocks at both word parities: odd blocks start 2 bytes into a word); 32
  * rows or more, which a GPU's plans (RLX_VK_PLANS=gpu) also send to the tiled kernels at these k;
  * the emulated runs cycle through its widths, depths and splits (matmul_modes), with
- * RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop. */
+ * RLX_VK_MATMUL_BATCH=1. Then =0 keeps matmul_coop, whose mixed runs decode the Q6_K blocks in the
+ * kernel at these rows (both word parities) and are checked for f16 rounding (check_rounded: a
+ * wrong decode past 16384 would reach the f32 tile). */
 static void test_batch(void) {
     int32_t saved = g_opts.matmul_batch;
     g_opts.matmul_batch = 1;
@@ -426,6 +428,7 @@ static void test_batch(void) {
     matmul_case((mm_case){RLX_DTYPE_Q6_K, 768, 32, 33, 0, true, false}, 33);
     g_opts.matmul_batch = 0;
     matmul_case((mm_case){RLX_DTYPE_F16, 96, 48, 40, 0, true, false}, 37);
+    for (int i = 0; i < 2; i++) matmul_case((mm_case){RLX_DTYPE_Q6_K, 768, 48, 40, 0, true, false}, 37);
     g_opts.matmul_batch = saved;
 }
 
