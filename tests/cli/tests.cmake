@@ -31,6 +31,8 @@ endif()
 rlx_add_script_test(NAME cli_bench SCRIPT cli_bench.sh LABELS e2e)
 # tools/bench_ab.py, the A/B harness of the GPU benchmarks, on the story model (CPU backend)
 rlx_add_script_test(NAME cli_bench_ab SCRIPT cli_bench_ab.sh LABELS e2e)
+# tools/batched_compare.py, rlx against llama-batched-bench, with a stand-in for the latter
+rlx_add_script_test(NAME cli_batched_compare SCRIPT cli_batched_compare.sh LABELS e2e)
 set_property(TEST cli_bench APPEND PROPERTY ENVIRONMENT "RLX_BENCH_TEST_BACKEND=cpu")
 if(RLX_VULKAN)
   rlx_add_script_test(NAME cli_bench_vulkan SCRIPT cli_bench.sh LABELS "e2e;vulkan")
