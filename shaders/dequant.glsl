@@ -48,10 +48,13 @@ vec4 q4k_group_scales(uvec4 hd, uint g) {
 // A kernel with its own decoders (matvec.comp) takes only the type numbers and rules above.
 #ifndef RLX_DEQUANT_TYPES_ONLY
 
+// The 32 bits from halfword `odd` of word a on, c the word after a: 2-aligned data read in words.
+uint funnel(uint a, uint c, bool odd) { return odd ? (a >> 16) | (c << 16) : a; }
+
 // The 32 bits at byte address a (a even).
 uint rd32(uint a) {
-    uint i = a >> 2, w0 = w_words[i], w1 = w_words[i + 1u];
-    return (a & 2u) == 0u ? w0 : (w0 >> 16) | (w1 << 16);
+    uint i = a >> 2;
+    return funnel(w_words[i], w_words[i + 1u], (a & 2u) != 0u);
 }
 
 uint rd16(uint a) { return (w_words[a >> 2] >> ((a & 2u) * 8u)) & 0xffffu; }
@@ -106,6 +109,10 @@ vec4 bit4(uint w, uint shift) {
 vec4 crumb4(uint w, uint shift) {
     return vec4((w >> shift) & 3u, (w >> (shift + 8u)) & 3u, (w >> (shift + 16u)) & 3u, (w >> (shift + 24u)) & 3u);
 }
+
+// Four Q6_K quants less 32: the low (nh 0) or high nibbles of ql's word lw, with the 2-bit fields
+// at bit sh of qh's word hw as their high bits.
+vec4 q6k_q4(uint lw, uint nh, uint hw, uint sh) { return nib4(lw, nh) + 16.0 * crumb4(hw, sh) - 32.0; }
 
 // k4_scale_min of sub-block j from the 12 scale bytes at sc, read byte by byte.
 vec2 scale_min_k4(uint sc, uint j) {
@@ -224,12 +231,8 @@ void dq8(uint row, uint e, out vec4 lo, out vec4 hi) {
         float d = rdf16(b + 208u) * float(bitfieldExtract(int(rd8(b + 192u + 8u * n + (l >> 4) + 2u * qq)), 0, 8));
         uint lw0 = rd32(ql), lw1 = rd32(ql + 4u), hw0 = rd32(qh), hw1 = rd32(qh + 4u);
         uint nh = qq >> 1;
-        vec4 q0 = nib4(lw0, nh) + 16.0 * vec4((hw0 >> sh) & 3u, (hw0 >> (sh + 8u)) & 3u, (hw0 >> (sh + 16u)) & 3u,
-                                              (hw0 >> (sh + 24u)) & 3u);
-        vec4 q1 = nib4(lw1, nh) + 16.0 * vec4((hw1 >> sh) & 3u, (hw1 >> (sh + 8u)) & 3u, (hw1 >> (sh + 16u)) & 3u,
-                                              (hw1 >> (sh + 24u)) & 3u);
-        lo = d * (q0 - 32.0);
-        hi = d * (q1 - 32.0);
+        lo = d * q6k_q4(lw0, nh, hw0, sh);
+        hi = d * q6k_q4(lw1, nh, hw1, sh);
         return;
     }
     case T_Q8_K: { // block_q8_K: float d; int8 qs[256]; int16 bsums[16]

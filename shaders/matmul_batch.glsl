@@ -118,9 +118,7 @@ void fetch_w(uint d, uint s, uint n0) {
 }
 
 // Word i of 16 bytes that start 2 bytes into their first word (odd) or at it.
-uint q6k_word(uint at, uint i, bool odd) {
-    return odd ? (kraw[at + i] >> 16) | (kraw[at + i + 1u] << 16) : kraw[at + i];
-}
+uint q6k_word(uint at, uint i, bool odd) { return funnel(kraw[at + i], kraw[at + i + 1u], odd); }
 
 // The lane's 32 values (first, second: 16 each) into subgroup g's weight rows, and the range check.
 void put_w(uint g, vec4 f[8]) {
@@ -158,8 +156,8 @@ void stage_w(uint d, uint s, uint g, uint n0) {
               sb = dd * float(bitfieldExtract(int(sw), int(8u * h + 16u), 8));
         UNROLL for (uint i = 0u; i < 4u; i++) {
             uint qa = q6k_word(at, i, odd), qb = q6k_word(at + 5u, i, odd), qh = q6k_word(at + 10u, i, odd);
-            f[i] = sa * (nib4(qa, c) + 16.0 * crumb4(qh, 4u * c) - 32.0);
-            f[4u + i] = sb * (nib4(qb, c) + 16.0 * crumb4(qh, 4u * c + 2u) - 32.0);
+            f[i] = sa * q6k_q4(qa, c, qh, 4u * c);
+            f[4u + i] = sb * q6k_q4(qb, c, qh, 4u * c + 2u);
         }
     }
     put_w(g, f);

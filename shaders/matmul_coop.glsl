@@ -181,9 +181,6 @@ void fetch_q6k(uint at, uint row, uint e) {
     q6at[at] = ((b >> 1) & 1u) | ((sc & 3u) << 1) | ((2u * qq) << 3) | ((qq >> 1) << 6);
 }
 
-// The 32 bits from halfword `odd` of word a on, with word c after it.
-uint funnel(uint a, uint c, bool odd) { return odd ? (a >> 16) | (c << 16) : a; }
-
 // Ring entry at's 8 Q6_K values.
 void decode_q6k(uint at, out vec4 lo, out vec4 hi) {
     uint o = at * Q6W, m = q6at[at], sh = (m >> 3) & 7u, nh = (m >> 6) & 1u;
@@ -192,8 +189,8 @@ void decode_q6k(uint at, out vec4 lo, out vec4 hi) {
               float(bitfieldExtract(int(q6raw[o + 6u]), int(8u * ((m >> 1) & 3u)), 8));
     uint lw0 = funnel(q6raw[o], q6raw[o + 1u], odd), lw1 = funnel(q6raw[o + 1u], q6raw[o + 2u], odd);
     uint hw0 = funnel(q6raw[o + 3u], q6raw[o + 4u], odd), hw1 = funnel(q6raw[o + 4u], q6raw[o + 5u], odd);
-    lo = d * (nib4(lw0, nh) + 16.0 * crumb4(hw0, sh) - 32.0);
-    hi = d * (nib4(lw1, nh) + 16.0 * crumb4(hw1, sh) - 32.0);
+    lo = d * q6k_q4(lw0, nh, hw0, sh);
+    hi = d * q6k_q4(lw1, nh, hw1, sh);
 }
 
 // Global loads of k step `step` into ring slot `slot` (chunks by w_chunk); zeros past the rows,
