@@ -9,11 +9,7 @@ source "$(dirname "$0")/../support/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 model="$RLX_SOURCE_DIR/models/stories260K.gguf"
 bc="$RLX_SOURCE_DIR/tools/batched_compare.py"
-if ! command -v python3 >/dev/null; then
-  echo "SKIP: python3 not found: tools/batched_compare.py did not run" >&2
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
-fi
+require_python3 tools/batched_compare.py
 export XDG_CACHE_HOME="$tmp/cache"
 # the stand-in: B = pl gets prompt 1000 B and decode 100 B t/s; ONLY_PL limits the Bs it prints
 cat >"$tmp/llama-batched-bench" <<'SH'

@@ -8,11 +8,7 @@ source "$(dirname "$0")/../support/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 model="$RLX_SOURCE_DIR/models/stories260K.gguf"
 ab="$RLX_SOURCE_DIR/tools/bench_ab.py"
-if ! command -v python3 >/dev/null; then
-  echo "SKIP: python3 not found: tools/bench_ab.py did not run" >&2
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
-fi
+require_python3 tools/bench_ab.py
 export XDG_CACHE_HOME="$tmp/cache"
 args=(--bench "-p 8 -n 4 -d 0,8 -r 2" --extra "--backend cpu -t 1" --ids 20 --rounds 2)
 

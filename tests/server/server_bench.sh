@@ -6,12 +6,9 @@ set -uo pipefail
 RLX=${1:?usage: server_bench.sh RLX}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/server_lib.sh"
+source "$here/../support/lib.sh"
 trap kill_servers EXIT
-if ! command -v python3 >/dev/null; then
-  echo "SKIP: python3 not found: tools/serve_bench.py did not run" >&2
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
-fi
+require_python3 tools/serve_bench.py
 start_server BENCH --ctx 256 --parallel 8
 out=$(python3 "$RLX_SOURCE_DIR/tools/serve_bench.py" --url "$URL_BENCH" --streams 1,8 --prompt-tokens 48 --gen-tokens 20 --json) || {
   echo "FAIL: serve_bench.py exited non-zero:"; echo "$out"; exit 1; }

@@ -12,7 +12,7 @@ source "$RLX_SOURCE_DIR/tests/support/lib.sh"
 trap kill_servers EXIT
 require_fixture models/qwen35/qwen35-F32.gguf
 model=$FIXTURES/models/qwen35/qwen35-F32.gguf
-command -v python3 >/dev/null || { echo "SKIP: python3 not found" >&2; [ "${CI:-}" = true ] && exit 1; exit 77; }
+require_python3 tools/chat_turns.py
 start_server CHAT -m "$model" --ctx 1024 --parallel 2
 status=0
 for mode in "" "--raw"; do

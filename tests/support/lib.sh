@@ -13,6 +13,15 @@ require_fixture() {
   fi
 }
 
+# require_python3 WHAT: skip (77) when python3 is missing (WHAT did not run), fail under CI=true
+require_python3() {
+  if ! command -v python3 >/dev/null; then
+    echo "SKIP: python3 not found: $1 did not run" >&2
+    [ "${CI:-}" = true ] && exit 1
+    exit 77
+  fi
+}
+
 fail() { T_FAILS=$((T_FAILS + 1)); echo "FAIL: $*" >&2; }
 check() { T_CHECKS=$((T_CHECKS + 1)); }
 
