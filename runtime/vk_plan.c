@@ -455,10 +455,10 @@ bool vk_moe_grouped_plan(const rlx_program *p, rlx_node i, vk_moe_plan *out) {
  * range instead. A decode batch of more rows (each its own sequence) already has a workgroup per
  * (sequence, kv head), but each walk is one workgroup's, and the registers of an unsplit walk's
  * blocks hold one per multiprocessor: two ranges from 256 keys on, of half-size blocks, let two
- * run side by side (8B F16 on an H100, 64 sequences of 512 tokens: 3,127 / 3,122 t/s against
- * 2,884 / 2,888; 4 ranges 3,021; 32 sequences 1,861 against 1,769; RLX_VK_ATTN_BATCH_SPLITS sets the
- * count, 1 for none). None in deterministic mode: the ranges follow the KV capacity, and the
- * partials' combine sums a row in another order. */
+ * run side by side (faster than none or 4 at 16-64 sequences: docs/PERFORMANCE.md, "Decode batches
+ * split their keys in two"; RLX_VK_ATTN_BATCH_SPLITS sets the count, 1 for none). None in
+ * deterministic mode: the ranges follow the KV capacity, and the partials' combine sums a row in
+ * another order. */
 uint32_t vk_attention_splits(const rlx_program *p, rlx_node i) {
     if (vk_deterministic(p)) return 1;
     const rlx_shape *q = &in(p, i, 0)->info.shape;
